@@ -1,0 +1,85 @@
+/**
+ * The user as the contract shows it (spec 2.3, 2.4, 2.9). Shared because the API and the admin
+ * command line print the same object.
+ */
+import type { Identity, User } from '../db/entities';
+import type { Plan, PlanTable } from '../plans';
+import { tokenBalance } from '../billing/balance';
+
+export function iso(date: Date | null): string | null {
+  return date ? date.toISOString() : null;
+}
+
+export interface UserView {
+  id: number;
+  name: string;
+  email: string | null;
+  messenger_username: string | null;
+  avatar_url: string | null;
+  plan: string;
+  plan_expires_at: string | null;
+  token_balance: number;
+  token_limit: number;
+  tokens_used_this_period: number;
+  rate_limit_hourly: number;
+  rate_limit_daily: number;
+  auth_methods: { messenger: boolean; identity_provider: boolean; email: boolean };
+}
+
+/** `plan` is the plan in force (an expired paid plan shows as `free`). */
+export function presentUser(user: User, plan: Plan, identities: Identity[]): UserView {
+  return {
+    id: user.id,
+    name: user.name,
+    email: user.email,
+    messenger_username: user.messengerUsername,
+    avatar_url: user.avatarUrl,
+    plan: plan.name,
+    plan_expires_at: plan.name === 'free' ? null : iso(user.planExpiresAt),
+    token_balance: tokenBalance(user),
+    token_limit: plan.tokenLimit,
+    tokens_used_this_period: user.tokensUsedThisPeriod,
+    rate_limit_hourly: plan.hourlyLimit,
+    rate_limit_daily: plan.dailyLimit,
+    auth_methods: {
+      messenger: identities.some((i) => i.kind === 'messenger'),
+      identity_provider: identities.some((i) => i.kind === 'identity_provider'),
+      email: identities.some((i) => i.kind === 'email'),
+    },
+  };
+}
+
+export function presentLoginUser(user: User, plan: Plan, withEmail: boolean) {
+  return {
+    id: user.id,
+    name: user.name,
+    plan: plan.name,
+    token_balance: tokenBalance(user),
+    ...(withEmail ? { email: user.email } : {}),
+  };
+}
+
+export function presentBalance(user: User, plan: Plan) {
+  return {
+    plan: plan.name,
+    token_balance: tokenBalance(user),
+    plan_tokens_remaining: user.subscriptionTokens,
+    bonus_tokens: user.bonusTokens,
+    held_tokens: user.heldTokens,
+    plan_expires_at: plan.name === 'free' ? null : iso(user.planExpiresAt),
+    next_refill_at: iso(user.nextRefillAt),
+  };
+}
+
+export function presentSettings(user: User) {
+  return {
+    language: user.language,
+    image_format: user.imageFormat,
+    notifications_enabled: user.notificationsEnabled,
+    default_image_size: user.defaultImageSize,
+  };
+}
+
+export function planOf(plans: PlanTable, name: Plan['name']): Plan {
+  return plans.get(name);
+}

@@ -1,0 +1,151 @@
+/**
+ * OpenID Connect login: an `id_token` verified against the provider's JWKS (issuer, audience,
+ * expiry), or an authorization `code` exchanged at the token endpoint first. Endpoints come from
+ * discovery unless OIDC_JWKS_URL / OIDC_TOKEN_URL name them.
+ */
+import { createRemoteJWKSet, JWTPayload, jwtVerify } from 'jose';
+import type { Clock } from '../clock';
+import type { Database } from '../db/database';
+import { Identity, User } from '../db/entities';
+import { AppError } from '../errors';
+import type { Logger } from '../log';
+import type { Users } from '../accounts/users';
+import type { ClientInfo, Sessions } from './sessions';
+import type { SignedIn } from './password-accounts';
+
+export interface OidcSettings {
+  issuer: string | undefined;
+  clientId: string | undefined;
+  clientSecret: string | undefined;
+  jwksUrl: string | undefined;
+  tokenUrl: string | undefined;
+}
+
+interface Endpoints {
+  jwks: ReturnType<typeof createRemoteJWKSet>;
+  tokenUrl: string | undefined;
+}
+
+export class IdentityProviderLogin {
+  private endpoints: Promise<Endpoints> | undefined;
+
+  constructor(
+    private readonly settings: OidcSettings,
+    private readonly db: Database,
+    private readonly users: Users,
+    private readonly sessions: Sessions,
+    private readonly clock: Clock,
+    private readonly fetchImpl: typeof fetch,
+    private readonly log: Logger,
+  ) {}
+
+  get enabled(): boolean {
+    return this.settings.issuer !== undefined && this.settings.clientId !== undefined;
+  }
+
+  private discover(): Promise<Endpoints> {
+    this.endpoints ??= (async () => {
+      let jwksUrl = this.settings.jwksUrl;
+      let tokenUrl = this.settings.tokenUrl;
+      if (!jwksUrl || !tokenUrl) {
+        const response = await this.fetchImpl(`${this.settings.issuer}/.well-known/openid-configuration`, {
+          signal: AbortSignal.timeout(10_000),
+        });
+        if (!response.ok) throw new Error(`OIDC discovery answered ${response.status}`);
+        const doc = (await response.json()) as { jwks_uri?: string; token_endpoint?: string };
+        jwksUrl ??= doc.jwks_uri;
+        tokenUrl ??= doc.token_endpoint;
+      }
+      if (!jwksUrl) throw new Error('OIDC discovery gave no jwks_uri');
+      return { jwks: createRemoteJWKSet(new URL(jwksUrl), { timeoutDuration: 10_000 }), tokenUrl };
+    })();
+    // A failed discovery is retried on the next login instead of being cached forever.
+    this.endpoints.catch(() => {
+      this.endpoints = undefined;
+    });
+    return this.endpoints;
+  }
+
+  private async exchangeCode(code: string, redirectUri: string, tokenUrl: string | undefined): Promise<string> {
+    if (!tokenUrl) throw new AppError('feature_disabled', { detail: 'The identity provider has no token endpoint configured' });
+    const body = new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: redirectUri });
+    body.set('client_id', this.settings.clientId ?? '');
+    if (this.settings.clientSecret) body.set('client_secret', this.settings.clientSecret);
+    const response = await this.fetchImpl(tokenUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
+      body,
+      signal: AbortSignal.timeout(10_000),
+    });
+    const payload = (await response.json().catch(() => ({}))) as { id_token?: string; error?: string };
+    if (!response.ok || typeof payload.id_token !== 'string') {
+      throw new AppError('invalid_identity_token', {
+        detail: `The identity provider refused the code${payload.error ? ` (${payload.error})` : ''}`,
+      });
+    }
+    return payload.id_token;
+  }
+
+  private async verifyIdToken(idToken: string, jwks: Endpoints['jwks']): Promise<JWTPayload> {
+    try {
+      const { payload } = await jwtVerify(idToken, jwks, {
+        issuer: this.settings.issuer,
+        audience: this.settings.clientId,
+        currentDate: this.clock(),
+      });
+      if (typeof payload.sub !== 'string' || payload.sub.length === 0) throw new Error('no sub');
+      return payload;
+    } catch (error) {
+      this.log.info({ reason: (error as Error).message }, 'identity-provider token rejected');
+      throw new AppError('invalid_identity_token');
+    }
+  }
+
+  async login(
+    input: { id_token?: string; code?: string; redirect_uri?: string },
+    client: ClientInfo,
+  ): Promise<SignedIn & { isNewUser: boolean }> {
+    if (!this.enabled) throw new AppError('feature_disabled', { detail: 'Identity-provider login is not configured on this server' });
+    let endpoints: Endpoints;
+    try {
+      endpoints = await this.discover();
+    } catch (error) {
+      this.log.error({ err: error }, 'identity-provider discovery failed');
+      throw new AppError('service_unavailable', { detail: 'The identity provider cannot be reached' });
+    }
+    const idToken = input.id_token ?? (await this.exchangeCode(input.code ?? '', input.redirect_uri ?? '', endpoints.tokenUrl));
+    const claims = await this.verifyIdToken(idToken, endpoints.jwks);
+    const subject = `${claims.iss ?? this.settings.issuer}|${claims.sub}`;
+    const email = typeof claims.email === 'string' ? claims.email.trim().toLowerCase() : undefined;
+    const emailVerified = claims.email_verified === true || claims.email_verified === 'true';
+    const name = typeof claims.name === 'string' && claims.name.trim() ? claims.name.trim() : (email?.split('@')[0] ?? 'user');
+    const picture = typeof claims.picture === 'string' ? claims.picture : null;
+
+    return this.db.transaction(async (em) => {
+      const now = this.clock();
+      const existing = await em.getRepository(Identity).findOneBy({ kind: 'identity_provider', subject });
+      let user: User;
+      let isNewUser = false;
+      if (existing) {
+        user = await em.getRepository(User).findOneByOrFail({ id: existing.userId });
+      } else {
+        const sameEmail = email ? await em.getRepository(User).findOneBy({ email }) : null;
+        if (sameEmail) {
+          if (!emailVerified) throw new AppError('identity_conflict');
+          await em.getRepository(Identity).insert({ userId: sameEmail.id, kind: 'identity_provider', subject, passwordHash: null, createdAt: now });
+          user = sameEmail;
+        } else {
+          user = await this.users.create(em, {
+            name: name.slice(0, 200),
+            email: emailVerified ? (email ?? null) : null,
+            avatarUrl: picture,
+            identity: { kind: 'identity_provider', subject },
+          });
+          isNewUser = true;
+        }
+      }
+      const started = await this.sessions.start(em, user.id, client);
+      return { user, isNewUser, ...started };
+    });
+  }
+}

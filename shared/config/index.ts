@@ -1,0 +1,208 @@
+/**
+ * The one configuration object. Deployment settings and secrets come from the environment and are
+ * validated here, once, at boot; `process.env` is read nowhere else (entry points pass it in).
+ */
+import path from 'node:path';
+import { z } from 'zod';
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+const optionalString = z
+  .string()
+  .optional()
+  .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()));
+
+const booleanFlag = optionalString.transform((v, ctx) => {
+  if (v === undefined) return false;
+  if (/^(1|true|yes|on)$/i.test(v)) return true;
+  if (/^(0|false|no|off)$/i.test(v)) return false;
+  ctx.addIssue({ code: 'custom', message: 'must be true or false' });
+  return z.NEVER;
+});
+
+const positiveInt = (fallback: number) =>
+  optionalString.transform((v, ctx) => {
+    if (v === undefined) return fallback;
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 0) {
+      ctx.addIssue({ code: 'custom', message: 'must be a non-negative integer' });
+      return z.NEVER;
+    }
+    return n;
+  });
+
+const httpUrl = optionalString.refine(
+  (v) => v === undefined || /^https?:\/\/[^\s]+$/i.test(v),
+  'must be an http(s) URL',
+);
+
+const commaList = optionalString.transform((v) =>
+  v === undefined ? [] : v.split(',').map((s) => s.trim()).filter((s) => s.length > 0),
+);
+
+const EnvSchema = z.object({
+  PORT: positiveInt(8080),
+  DATA_DIR: optionalString,
+  DATABASE_URL: optionalString,
+  JAWSDB_URL: optionalString,
+  JAWSDB_MARIA_URL: optionalString,
+  CLEARDB_DATABASE_URL: optionalString,
+  REDIS_KEY_PREFIX: optionalString,
+  REDIS_URL: optionalString.refine(
+    (v) => v === undefined || /^rediss?:\/\//i.test(v),
+    'must start with redis:// or rediss://',
+  ),
+  PUBLIC_BASE_URL: httpUrl,
+  JWT_SECRET: optionalString.refine((v) => v === undefined || v.length >= 32, 'must be at least 32 characters'),
+  CORS_ORIGINS: commaList,
+  TRUST_PROXY: booleanFlag,
+  SMTP_URL: optionalString.refine((v) => v === undefined || /^smtps?:\/\//i.test(v), 'must start with smtp:// or smtps://'),
+  MAIL_FROM: optionalString,
+  TELEGRAM_BOT_TOKEN: optionalString,
+  TELEGRAM_API_ROOT: httpUrl,
+  BOT_WEBHOOK_URL: httpUrl,
+  OIDC_ISSUER: httpUrl,
+  OIDC_CLIENT_ID: optionalString,
+  OIDC_CLIENT_SECRET: optionalString,
+  OIDC_JWKS_URL: httpUrl,
+  OIDC_TOKEN_URL: httpUrl,
+  CONTENT_POLICY_BLOCKLIST: commaList,
+  URL_FETCH_ALLOW: commaList,
+  PLANS_PATH: optionalString,
+  CATALOG_PATH: optionalString,
+  ASSISTANTS_PATH: optionalString,
+  LOG_LEVEL: z
+    .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+    .optional()
+    .default('info'),
+  AUTH_LOGIN_LIMIT_PER_MINUTE: positiveInt(10),
+  AUTH_REGISTER_LIMIT_PER_MINUTE: positiveInt(10),
+  AUTH_FORGOT_LIMIT_PER_HOUR: positiveInt(3),
+});
+
+export type DatabaseConfig =
+  | { kind: 'sqlite'; file: string }
+  | { kind: 'mysql'; url: string };
+
+export interface Config {
+  port: number;
+  dataDir: string;
+  database: DatabaseConfig;
+  redisUrl: string | undefined;
+  /** Namespace of every Redis key (limits, queues), so deployments or test runs can share a server. */
+  redisPrefix: string;
+  publicBaseUrl: string;
+  /** Undefined means "embedded": a secret is generated once and kept in DATA_DIR. */
+  jwtSecret: string | undefined;
+  corsOrigins: string[];
+  trustProxy: boolean;
+  smtpUrl: string | undefined;
+  mailFrom: string;
+  telegram: { botToken: string | undefined; apiRoot: string; webhookUrl: string | undefined };
+  oidc: {
+    issuer: string | undefined;
+    clientId: string | undefined;
+    clientSecret: string | undefined;
+    jwksUrl: string | undefined;
+    tokenUrl: string | undefined;
+  };
+  contentPolicyBlocklist: string[];
+  urlFetchAllow: string[];
+  productFiles: { plans: string; catalog: string; assistants: string };
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  authLimits: { loginPerMinute: number; registerPerMinute: number; forgotPerHour: number };
+}
+
+/** Repository root: two levels above this file, whether running from source or from dist/. */
+export function projectRoot(): string {
+  const here = __dirname;
+  const fromDist = here.split(path.sep).includes('dist');
+  return path.resolve(here, fromDist ? '../../..' : '../..');
+}
+
+function databaseFrom(env: z.infer<typeof EnvSchema>, dataDir: string, problems: string[]): DatabaseConfig {
+  const candidates: Array<[string, string | undefined]> = [
+    ['DATABASE_URL', env.DATABASE_URL],
+    ['JAWSDB_MARIA_URL', env.JAWSDB_MARIA_URL],
+    ['JAWSDB_URL', env.JAWSDB_URL],
+    ['CLEARDB_DATABASE_URL', env.CLEARDB_DATABASE_URL],
+  ];
+  const found = candidates.find(([, v]) => v !== undefined);
+  if (!found) return { kind: 'sqlite', file: path.join(dataDir, 'gensvc.sqlite') };
+  const [name, url] = found as [string, string];
+  if (/^postgres(ql)?:\/\//i.test(url)) {
+    problems.push(
+      `${name}: PostgreSQL is not supported; gensvc runs on MySQL/MariaDB (mysql://...) or, with no DATABASE_URL, on embedded SQLite`,
+    );
+  } else if (!/^(mysql|mariadb):\/\//i.test(url)) {
+    problems.push(`${name}: must be a mysql:// URL`);
+  }
+  return { kind: 'mysql', url: url.replace(/^mariadb:/i, 'mysql:') };
+}
+
+export function loadConfig(env: Record<string, string | undefined>): Config {
+  const parsed = EnvSchema.safeParse(env);
+  if (!parsed.success) {
+    throw new ConfigError(
+      parsed.error.issues.map((issue) => `${issue.path.join('.') || '(env)'}: ${issue.message}`),
+    );
+  }
+  const e = parsed.data;
+  const problems: string[] = [];
+  const root = projectRoot();
+  const dataDir = path.resolve(e.DATA_DIR ?? path.join(root, 'data'));
+  const database = databaseFrom(e, dataDir, problems);
+  if (database.kind === 'mysql' && e.JWT_SECRET === undefined) {
+    problems.push('JWT_SECRET: required when a database URL is set (every process must sign with the same secret)');
+  }
+  if ((e.OIDC_CLIENT_ID === undefined) !== (e.OIDC_ISSUER === undefined)) {
+    problems.push('OIDC_ISSUER and OIDC_CLIENT_ID: set both to enable identity-provider login, or neither');
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+
+  const publicBaseUrl = (e.PUBLIC_BASE_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, '');
+  const productDir = path.join(root, 'product');
+  return {
+    port: e.PORT,
+    dataDir,
+    database,
+    redisUrl: e.REDIS_URL,
+    redisPrefix: e.REDIS_KEY_PREFIX ?? 'gensvc',
+    publicBaseUrl,
+    jwtSecret: e.JWT_SECRET,
+    corsOrigins: e.CORS_ORIGINS,
+    trustProxy: e.TRUST_PROXY,
+    smtpUrl: e.SMTP_URL,
+    mailFrom: e.MAIL_FROM ?? 'gensvc <no-reply@localhost>',
+    telegram: {
+      botToken: e.TELEGRAM_BOT_TOKEN,
+      apiRoot: (e.TELEGRAM_API_ROOT ?? 'https://api.telegram.org').replace(/\/+$/, ''),
+      webhookUrl: e.BOT_WEBHOOK_URL,
+    },
+    oidc: {
+      issuer: e.OIDC_ISSUER?.replace(/\/+$/, ''),
+      clientId: e.OIDC_CLIENT_ID,
+      clientSecret: e.OIDC_CLIENT_SECRET,
+      jwksUrl: e.OIDC_JWKS_URL,
+      tokenUrl: e.OIDC_TOKEN_URL,
+    },
+    contentPolicyBlocklist: e.CONTENT_POLICY_BLOCKLIST.map((w) => w.toLowerCase()),
+    urlFetchAllow: e.URL_FETCH_ALLOW,
+    productFiles: {
+      plans: path.resolve(e.PLANS_PATH ?? path.join(productDir, 'plans.json')),
+      catalog: path.resolve(e.CATALOG_PATH ?? path.join(productDir, 'catalog.json')),
+      assistants: path.resolve(e.ASSISTANTS_PATH ?? path.join(productDir, 'assistants.json')),
+    },
+    logLevel: e.LOG_LEVEL,
+    authLimits: {
+      loginPerMinute: e.AUTH_LOGIN_LIMIT_PER_MINUTE,
+      registerPerMinute: e.AUTH_REGISTER_LIMIT_PER_MINUTE,
+      forgotPerHour: e.AUTH_FORGOT_LIMIT_PER_HOUR,
+    },
+  };
+}

@@ -1,0 +1,74 @@
+/**
+ * The database: SQLite (better-sqlite3, WAL) in DATA_DIR by default, MySQL/MariaDB through mysql2
+ * when a database URL is configured. Schema changes only through the migrations in `migrations/`.
+ */
+import 'reflect-metadata';
+import fs from 'node:fs';
+import path from 'node:path';
+import mysql from 'mysql2/promise';
+import { DataSource } from 'typeorm';
+import type { DatabaseConfig } from '../config';
+import { entities } from './entities';
+import { migrations } from '../../migrations';
+
+export type Dialect = 'sqlite' | 'mysql';
+
+export function dialectOf(dataSource: DataSource): Dialect {
+  return dataSource.options.type === 'better-sqlite3' ? 'sqlite' : 'mysql';
+}
+
+/**
+ * TypeORM reads MariaDB's catalogue differently from MySQL's (column defaults in particular), so
+ * the server is asked what it is before the DataSource is built.
+ */
+async function mysqlFlavour(url: string): Promise<'mysql' | 'mariadb'> {
+  const connection = await mysql.createConnection(url);
+  try {
+    const [rows] = await connection.query('SELECT VERSION() AS version');
+    const version = String((rows as Array<{ version: string }>)[0]?.version ?? '');
+    return /mariadb/i.test(version) ? 'mariadb' : 'mysql';
+  } finally {
+    await connection.end();
+  }
+}
+
+export async function createDataSource(database: DatabaseConfig): Promise<DataSource> {
+  if (database.kind === 'sqlite') {
+    if (database.file !== ':memory:') fs.mkdirSync(path.dirname(database.file), { recursive: true });
+    return new DataSource({
+      type: 'better-sqlite3',
+      database: database.file,
+      entities,
+      migrations,
+      migrationsTableName: 'schema_migrations',
+      // WAL lets readers and the one writer proceed together; the busy timeout covers the admin
+      // command line writing while a server runs on the same file.
+      enableWAL: database.file !== ':memory:',
+      timeout: 10_000,
+      prepareDatabase: (db: { pragma: (sql: string) => unknown }) => {
+        db.pragma('foreign_keys = ON');
+        db.pragma('synchronous = NORMAL');
+      },
+    });
+  }
+  return new DataSource({
+    type: await mysqlFlavour(database.url),
+    url: database.url,
+    entities,
+    migrations,
+    migrationsTableName: 'schema_migrations',
+    timezone: 'Z',
+    charset: 'utf8mb4_unicode_ci',
+    supportBigNumbers: true,
+    bigNumberStrings: false,
+    extra: { connectionLimit: 20 },
+  });
+}
+
+/** Opens the store; with `migrate`, brings the schema up to date first (embedded mode and `release`). */
+export async function openDatabase(database: DatabaseConfig, options: { migrate: boolean }): Promise<DataSource> {
+  const dataSource = await createDataSource(database);
+  await dataSource.initialize();
+  if (options.migrate) await dataSource.runMigrations({ transaction: 'each' });
+  return dataSource;
+}

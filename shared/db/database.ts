@@ -1,0 +1,61 @@
+/**
+ * The handle the domain uses. TypeORM runs SQLite on one connection, where two overlapping
+ * transactions would corrupt each other (a second BEGIN fails, a stray write joins the wrong
+ * transaction). So on SQLite every write goes through `transaction`, serialized by a queue;
+ * MySQL transactions run concurrently on pooled connections.
+ */
+import { DataSource, EntityManager, EntityTarget, ObjectLiteral, Repository } from 'typeorm';
+import { Dialect, dialectOf } from './data-source';
+
+export class Database {
+  readonly dialect: Dialect;
+  private writeQueue: Promise<unknown> = Promise.resolve();
+
+  constructor(readonly source: DataSource) {
+    this.dialect = dialectOf(source);
+  }
+
+  /** For reads outside a transaction. */
+  get manager(): EntityManager {
+    return this.source.manager;
+  }
+
+  repo<T extends ObjectLiteral>(entity: EntityTarget<T>): Repository<T> {
+    return this.source.getRepository(entity);
+  }
+
+  transaction<T>(work: (em: EntityManager) => Promise<T>): Promise<T> {
+    if (this.dialect === 'mysql') return this.source.transaction(work);
+    const run = this.writeQueue.then(() => this.source.transaction(work));
+    // The queue continues whether this transaction commits or fails.
+    this.writeQueue = run.catch(() => undefined);
+    return run;
+  }
+
+  /**
+   * Reads a row to change it: locked until the transaction ends on MySQL; on SQLite the write
+   * queue already serializes writers.
+   */
+  async lockOne<T extends ObjectLiteral>(em: EntityManager, entity: EntityTarget<T>, id: number): Promise<T | null> {
+    const qb = em.getRepository(entity).createQueryBuilder('row').where('row.id = :id', { id });
+    if (this.dialect === 'mysql') qb.setLock('pessimistic_write');
+    return qb.getOne();
+  }
+
+  /**
+   * A Date as a raw query parameter: MySQL takes the Date (mysql2 formats it in UTC); SQLite keeps
+   * datetimes as UTC text in the form TypeORM writes them, and cannot bind a Date at all.
+   */
+  dateParam(date: Date): Date | string {
+    if (this.dialect === 'mysql') return date;
+    return date.toISOString().replace('T', ' ').replace('Z', '');
+  }
+
+  async ping(): Promise<void> {
+    await this.source.query('SELECT 1');
+  }
+
+  async close(): Promise<void> {
+    if (this.source.isInitialized) await this.source.destroy();
+  }
+}

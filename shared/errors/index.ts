@@ -1,0 +1,78 @@
+/**
+ * The one error catalogue. Code raises `new AppError('code')`; the API maps it by code to a status
+ * and the spec's text. Expected outcomes of a domain call are results; these are refusals.
+ */
+
+export const errorCatalogue = {
+  malformed_request: { status: 400, detail: 'Malformed request body' },
+  not_authenticated: { status: 401, detail: 'Not authenticated' },
+  invalid_token: { status: 401, detail: 'Invalid or expired token' },
+  invalid_credentials: { status: 401, detail: 'Invalid email or password' },
+  invalid_messenger_login: { status: 401, detail: 'Invalid messenger login data' },
+  invalid_identity_token: { status: 401, detail: 'Invalid identity-provider token' },
+  insufficient_tokens: { status: 402, detail: 'Insufficient tokens' },
+  insufficient_plan: { status: 403, detail: 'Insufficient plan' },
+  not_found: { status: 404, detail: 'Not found' },
+  method_not_allowed: { status: 405, detail: 'Method not allowed' },
+  email_taken: { status: 409, detail: 'Email already registered' },
+  identity_conflict: {
+    status: 409,
+    detail: 'An account with this email exists; sign in with it first (the identity provider did not verify the email)',
+  },
+  payload_too_large: { status: 413, detail: 'Request body too large' },
+  unsupported_media_type: { status: 415, detail: 'Unsupported content type' },
+  validation_failed: { status: 422, detail: 'Validation failed' },
+  invalid_reset_token: { status: 422, detail: 'Invalid or expired reset token' },
+  wrong_password: { status: 422, detail: 'Current password is incorrect' },
+  limit_reached: { status: 422, detail: 'Limit reached' },
+  rate_limited: { status: 429, detail: 'Rate limit exceeded' },
+  internal_error: { status: 500, detail: 'Internal server error' },
+  feature_disabled: { status: 503, detail: 'This feature is not configured on this server' },
+  service_unavailable: { status: 503, detail: 'Service unavailable' },
+} as const satisfies Record<string, { status: number; detail: string }>;
+
+export type ErrorCode = keyof typeof errorCatalogue;
+
+export interface FieldError {
+  field: string;
+  message: string;
+}
+
+export interface AppErrorOptions {
+  /** Overrides the catalogue text where a more specific one helps the client. */
+  detail?: string;
+  errors?: FieldError[];
+  /** Extra body fields the contract names (e.g. `retry_after`, `price`, `available`). */
+  extra?: Record<string, string | number | boolean | null>;
+  headers?: Record<string, string>;
+}
+
+export class AppError extends Error {
+  readonly status: number;
+  readonly detail: string;
+  readonly errors: FieldError[] | undefined;
+  readonly extra: Record<string, string | number | boolean | null>;
+  readonly headers: Record<string, string>;
+
+  constructor(
+    readonly code: ErrorCode,
+    options: AppErrorOptions = {},
+  ) {
+    const entry = errorCatalogue[code];
+    super(options.detail ?? entry.detail);
+    this.name = 'AppError';
+    this.status = entry.status;
+    this.detail = options.detail ?? entry.detail;
+    this.errors = options.errors;
+    this.extra = options.extra ?? {};
+    this.headers = options.headers ?? {};
+  }
+
+  static validation(field: string, message: string): AppError {
+    return new AppError('validation_failed', { errors: [{ field, message }] });
+  }
+}
+
+export function isAppError(error: unknown): error is AppError {
+  return error instanceof AppError;
+}
