@@ -1,4 +1,5 @@
 /** Access tokens: HS256 JWTs that live 15 minutes and name the session they belong to. */
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { jwtVerify, SignJWT } from 'jose';
@@ -29,6 +30,7 @@ export class AccessTokens {
       .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
       .setIssuer(ISSUER)
       .setSubject(String(claims.userId))
+      .setJti(crypto.randomUUID())
       .setIssuedAt(now)
       .setExpirationTime(now + ACCESS_TOKEN_TTL_SECONDS)
       .sign(this.key);

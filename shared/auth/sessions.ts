@@ -82,6 +82,15 @@ export class Sessions {
     return outcome;
   }
 
+  /** Logout by refresh token: ends the session the token belongs to. */
+  async revokeByRefreshToken(token: string, reason: string): Promise<void> {
+    const stored = await this.db.repo(RefreshToken).findOneBy({ tokenHash: sha256Hex(token) });
+    if (!stored) throw new AppError('invalid_token');
+    await this.db.transaction((em) =>
+      em.getRepository(Session).update({ id: stored.sessionId, revokedAt: IsNull() }, { revokedAt: this.clock(), revokedReason: reason }),
+    );
+  }
+
   /** True when the session exists, belongs to the user, is not revoked and has not expired. */
   async isActive(sessionId: number, userId: number): Promise<boolean> {
     const session = await this.db.repo(Session).findOneBy({ id: sessionId });

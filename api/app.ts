@@ -1,0 +1,57 @@
+/** The Koa application: error mapping, CORS, body parsing, then one router per resource. */
+import cors from '@koa/cors';
+import Koa from 'koa';
+import { HttpMethodEnum, koaBody } from 'koa-body';
+import type { Container } from '../shared/container';
+import type { AppCustom, AppState } from './context';
+import { errorMiddleware } from './middleware/errors';
+import { authRoutes } from './routes/auth';
+import { healthRoutes } from './routes/health';
+import { keyRoutes } from './routes/keys';
+import { userRoutes } from './routes/user';
+
+export const JSON_BODY_LIMIT = '1mb';
+
+export function createApp(container: Container): Koa<AppState, AppCustom> {
+  const app = new Koa<AppState, AppCustom>({ proxy: container.config.trustProxy });
+  app.context.container = container;
+  // Errors are answered by errorMiddleware; Koa's own handler would only log them again.
+  app.silent = true;
+
+  const allowed = new Set(container.config.corsOrigins);
+  app.use(errorMiddleware);
+  app.use(
+    cors({
+      origin: (ctx) => {
+        const origin = ctx.get('origin');
+        return allowed.has(origin) ? origin : '';
+      },
+      credentials: true,
+      exposeHeaders: [
+        'X-Request-Id',
+        'X-RateLimit-Limit-Hour',
+        'X-RateLimit-Remaining-Hour',
+        'X-RateLimit-Limit-Day',
+        'X-RateLimit-Remaining-Day',
+        'Retry-After',
+      ],
+    }),
+  );
+  app.use(
+    koaBody({
+      json: true,
+      jsonStrict: true,
+      jsonLimit: JSON_BODY_LIMIT,
+      urlencoded: false,
+      text: false,
+      multipart: false,
+      parsedMethods: [HttpMethodEnum.POST, HttpMethodEnum.PUT, HttpMethodEnum.PATCH, HttpMethodEnum.DELETE],
+    }),
+  );
+
+  for (const router of [healthRoutes(), authRoutes(), userRoutes(), keyRoutes()]) {
+    app.use(router.routes());
+    app.use(router.allowedMethods({ throw: true }));
+  }
+  return app;
+}

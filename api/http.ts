@@ -1,0 +1,52 @@
+/** Request parsing shared by every route: JSON bodies, zod validation, ids. */
+import { z } from 'zod';
+import { AppError, FieldError } from '../shared/errors';
+import type { AppContext } from './context';
+
+export function fieldErrors(error: z.ZodError): FieldError[] {
+  return error.issues.map((issue) => ({
+    field: issue.path.length > 0 ? issue.path.join('.') : '(body)',
+    message: issue.message,
+  }));
+}
+
+export function validate<S extends z.ZodType>(schema: S, input: unknown): z.infer<S> {
+  const parsed = schema.safeParse(input);
+  if (!parsed.success) throw new AppError('validation_failed', { errors: fieldErrors(parsed.error) });
+  return parsed.data;
+}
+
+function hasBody(ctx: AppContext): boolean {
+  const length = ctx.request.length;
+  return (length !== undefined && length > 0) || ctx.get('transfer-encoding') !== '';
+}
+
+/** The JSON body validated by `schema`. An empty body counts as `{}`; any other type is 415. */
+export function parseBody<S extends z.ZodType>(ctx: AppContext, schema: S): z.infer<S> {
+  if (hasBody(ctx) && !ctx.is('application/json')) throw new AppError('unsupported_media_type', { detail: 'Send the body as application/json' });
+  const body = ctx.request.body === undefined || ctx.request.body === null ? {} : ctx.request.body;
+  if (typeof body !== 'object' || Array.isArray(body)) {
+    throw new AppError('validation_failed', { errors: [{ field: '(body)', message: 'must be a JSON object' }] });
+  }
+  return validate(schema, body);
+}
+
+/** A positive integer path parameter; anything else is 404 (no such id). */
+export function parseId(raw: string | undefined): number {
+  if (!raw || !/^[1-9][0-9]{0,15}$/.test(raw)) throw new AppError('not_found');
+  const id = Number(raw);
+  if (!Number.isSafeInteger(id) || id > 2_147_483_647) throw new AppError('not_found');
+  return id;
+}
+
+export const EmailSchema = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .max(320, 'must be at most 320 characters')
+  .pipe(z.email({ message: 'must be a valid email address' }));
+
+export const PasswordSchema = z
+  .string()
+  .min(8, 'must be at least 8 characters')
+  .max(1024, 'must be at most 1024 characters');

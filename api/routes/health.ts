@@ -1,0 +1,25 @@
+import Router from '@koa/router';
+import type { AppCustom, AppState } from '../context';
+
+/** GET /health: 200 when every store answers, 503 otherwise. */
+export function healthRoutes(): Router<AppState, AppCustom> {
+  const router = new Router<AppState, AppCustom>();
+  router.get('/health', async (ctx) => {
+    const { db, redis } = ctx.container;
+    const dbStatus = await db.ping().then(
+      () => 'ok',
+      () => 'down',
+    );
+    let queueStatus = 'embedded';
+    if (redis) {
+      queueStatus = await redis.ping().then(
+        (pong) => (pong === 'PONG' ? 'ok' : 'down'),
+        () => 'down',
+      );
+    }
+    const healthy = dbStatus === 'ok' && queueStatus !== 'down';
+    ctx.status = healthy ? 200 : 503;
+    ctx.body = { status: healthy ? 'ok' : 'unavailable', db: dbStatus, queue: queueStatus };
+  });
+  return router;
+}

@@ -1,0 +1,46 @@
+/** API keys: spec 4.12, decisions.md "API keys". */
+import Router from '@koa/router';
+import { z } from 'zod';
+import { iso } from '../../shared/accounts/present';
+import { AppError } from '../../shared/errors';
+import { AppCustom, AppState, callerOf } from '../context';
+import { parseBody, parseId } from '../http';
+import { requireAuth } from '../middleware/auth';
+
+const CreateKeyBody = z.object({ name: z.string().trim().min(1, 'must not be empty').max(100) });
+
+export function keyRoutes(): Router<AppState, AppCustom> {
+  const router = new Router<AppState, AppCustom>({ prefix: '/api/v2/keys' });
+  router.use(requireAuth);
+
+  router.post('/', async (ctx) => {
+    const caller = callerOf(ctx);
+    if (!caller.plan.apiAccess) throw new AppError('insufficient_plan');
+    const body = parseBody(ctx, CreateKeyBody);
+    const { key, secret } = await ctx.container.apiKeys.create(caller.user.id, body.name);
+    ctx.status = 201;
+    ctx.body = { id: key.id, name: key.name, key: secret, created_at: iso(key.createdAt) };
+  });
+
+  router.get('/', async (ctx) => {
+    const keys = await ctx.container.apiKeys.list(callerOf(ctx).user.id);
+    ctx.body = {
+      keys: keys.map((k) => ({
+        id: k.id,
+        name: k.name,
+        prefix: k.prefix,
+        last_four: k.lastFour,
+        created_at: iso(k.createdAt),
+        last_used_at: iso(k.lastUsedAt),
+      })),
+      total: keys.length,
+    };
+  });
+
+  router.delete('/:id', async (ctx) => {
+    await ctx.container.apiKeys.delete(callerOf(ctx).user.id, parseId(ctx.params.id));
+    ctx.status = 204;
+  });
+
+  return router;
+}

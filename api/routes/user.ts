@@ -1,0 +1,73 @@
+/** The caller's own account: spec 4.7 (user, balance, settings) and account deletion. */
+import Router from '@koa/router';
+import { z } from 'zod';
+import { presentBalance, presentSettings, presentUser } from '../../shared/accounts/present';
+import { AppContext, AppCustom, AppState, callerOf } from '../context';
+import { parseBody } from '../http';
+import { requireAuth } from '../middleware/auth';
+
+const ProfilePatch = z.object({
+  name: z.string().trim().min(1, 'must not be empty').max(200).optional(),
+  avatar_url: z
+    .union([z.url({ protocol: /^https?$/, message: 'must be an http(s) URL' }).max(2048), z.null()])
+    .optional(),
+});
+
+const SettingsPatch = z.object({
+  language: z.enum(['en', 'ru']).optional(),
+  image_format: z.enum(['webp', 'png', 'jpeg']).optional(),
+  notifications_enabled: z.boolean().optional(),
+  default_image_size: z
+    .string()
+    .regex(/^[1-9][0-9]{1,4}x[1-9][0-9]{1,4}$/, 'must look like <width>x<height>')
+    .optional(),
+});
+
+async function currentUserView(ctx: AppContext) {
+  const { users, plans } = ctx.container;
+  const user = await users.getById(callerOf(ctx).user.id);
+  return presentUser(user, plans.get(users.effectivePlan(user)), await users.identities(user.id));
+}
+
+export function userRoutes(): Router<AppState, AppCustom> {
+  const router = new Router<AppState, AppCustom>({ prefix: '/api/v2/user' });
+  router.use(requireAuth);
+
+  router.get('/me', async (ctx) => {
+    ctx.body = await currentUserView(ctx);
+  });
+
+  router.patch('/me', async (ctx) => {
+    const body = parseBody(ctx, ProfilePatch);
+    await ctx.container.users.updateProfile(callerOf(ctx).user.id, { name: body.name, avatarUrl: body.avatar_url });
+    ctx.body = await currentUserView(ctx);
+  });
+
+  router.delete('/me', async (ctx) => {
+    await ctx.container.users.delete(callerOf(ctx).user.id);
+    ctx.status = 204;
+  });
+
+  router.get('/balance', async (ctx) => {
+    const { users, plans } = ctx.container;
+    const user = await users.getById(callerOf(ctx).user.id);
+    ctx.body = presentBalance(user, plans.get(users.effectivePlan(user)));
+  });
+
+  router.get('/settings', async (ctx) => {
+    ctx.body = presentSettings(callerOf(ctx).user);
+  });
+
+  router.patch('/settings', async (ctx) => {
+    const body = parseBody(ctx, SettingsPatch);
+    const user = await ctx.container.users.updateSettings(callerOf(ctx).user.id, {
+      language: body.language,
+      imageFormat: body.image_format,
+      notificationsEnabled: body.notifications_enabled,
+      defaultImageSize: body.default_image_size,
+    });
+    ctx.body = presentSettings(user);
+  });
+
+  return router;
+}

@@ -1,0 +1,36 @@
+/**
+ * The suite runs once on the embedded stores (SQLite, in-memory limits) and, when
+ * TEST_DATABASE_URL / TEST_REDIS_URL are set, again on MySQL + Redis.
+ */
+const transform = {
+  '^.+\\.ts$': [
+    '@swc/jest',
+    {
+      jsc: {
+        target: 'es2022',
+        parser: { syntax: 'typescript', decorators: true },
+        transform: { legacyDecorator: true, decoratorMetadata: true },
+        keepClassNames: true,
+      },
+      module: { type: 'commonjs' },
+    },
+  ],
+};
+
+const base = {
+  testEnvironment: 'node',
+  transform,
+  testMatch: ['<rootDir>/test/**/*.test.ts'],
+  moduleFileExtensions: ['ts', 'js', 'json'],
+};
+
+const projects = [{ ...base, displayName: 'sqlite', setupFiles: ['<rootDir>/test/setup/sqlite.ts'] }];
+if (process.env.TEST_DATABASE_URL || process.env.TEST_REDIS_URL) {
+  projects.push({ ...base, displayName: 'mysql+redis', setupFiles: ['<rootDir>/test/setup/mysql-redis.ts'] });
+}
+
+module.exports = {
+  projects,
+  testTimeout: 30000,
+  maxWorkers: 2,
+};

@@ -1,0 +1,131 @@
+/**
+ * The operator's command line (decisions.md "Operating"): each command returns one JSON-ready
+ * object. Runs against the same store as the server.
+ */
+import { parseArgs } from 'node:util';
+import { hashPassword } from '../auth/passwords';
+import { normalizeEmail } from '../auth/password-accounts';
+import { presentBalance, presentUser, iso } from '../accounts/present';
+import type { Container } from '../container';
+import { User } from '../db/entities';
+import { AppError } from '../errors';
+import { PLAN_NAMES, PlanName } from '../plans';
+
+export class UsageError extends Error {}
+
+export const ADMIN_USAGE = `usage: npm run --silent admin -- <command> [options]
+  create-user  --email E --password P [--name N] [--plan PLAN] [--bonus-tokens N]
+  set-plan     --email E --plan PLAN [--expires ISO-8601]
+  grant-tokens --email E --amount N        (negative N takes tokens back)
+  list-users   [--limit N] [--offset N]
+  revoke-key   --id KEY_ID
+plans: ${PLAN_NAMES.join(', ')}`;
+
+type Options = Record<string, string | undefined>;
+
+function required(options: Options, name: string): string {
+  const value = options[name];
+  if (value === undefined || value === '') throw new UsageError(`--${name} is required`);
+  return value;
+}
+
+function integer(value: string, name: string): number {
+  if (!/^-?[0-9]+$/.test(value)) throw new UsageError(`--${name} must be an integer`);
+  return Number(value);
+}
+
+function plan(value: string): PlanName {
+  if (!(PLAN_NAMES as readonly string[]).includes(value)) throw new UsageError(`--plan must be one of ${PLAN_NAMES.join(', ')}`);
+  return value as PlanName;
+}
+
+async function userByEmail(container: Container, email: string): Promise<User> {
+  const user = await container.users.findByEmail(email);
+  if (!user) throw new UsageError(`no user with email ${normalizeEmail(email)}`);
+  return user;
+}
+
+async function userView(container: Container, user: User) {
+  const { users, plans } = container;
+  return presentUser(user, plans.get(users.effectivePlan(user)), await users.identities(user.id));
+}
+
+export async function runAdminCommand(container: Container, argv: string[]): Promise<object> {
+  const [command, ...rest] = argv;
+  const { values } = parseArgs({
+    args: rest,
+    options: {
+      email: { type: 'string' },
+      password: { type: 'string' },
+      name: { type: 'string' },
+      plan: { type: 'string' },
+      'bonus-tokens': { type: 'string' },
+      expires: { type: 'string' },
+      amount: { type: 'string' },
+      id: { type: 'string' },
+      limit: { type: 'string' },
+      offset: { type: 'string' },
+    },
+    allowPositionals: false,
+    strict: true,
+  });
+  const options = values as Options;
+  const { users, db } = container;
+
+  switch (command) {
+    case 'create-user': {
+      const email = normalizeEmail(required(options, 'email'));
+      const password = required(options, 'password');
+      if (password.length < 8) throw new UsageError('--password must be at least 8 characters');
+      const bonus = options['bonus-tokens'] === undefined ? 0 : integer(options['bonus-tokens'], 'bonus-tokens');
+      if (bonus < 0) throw new UsageError('--bonus-tokens must not be negative');
+      if (await users.findByEmail(email)) throw new UsageError(`a user with email ${email} exists`);
+      const passwordHash = await hashPassword(password);
+      const user = await db.transaction((em) =>
+        users.create(em, {
+          name: options.name ?? email.split('@')[0] ?? email,
+          email,
+          plan: options.plan === undefined ? 'free' : plan(options.plan),
+          bonusTokens: bonus,
+          identity: { kind: 'email', subject: email, passwordHash },
+        }),
+      );
+      return userView(container, user);
+    }
+    case 'set-plan': {
+      const user = await userByEmail(container, required(options, 'email'));
+      let expires: Date | undefined;
+      if (options.expires !== undefined) {
+        expires = new Date(options.expires);
+        if (Number.isNaN(expires.getTime())) throw new UsageError('--expires must be an ISO-8601 date');
+      }
+      const updated = await users.setPlan(user.id, plan(required(options, 'plan')), expires);
+      return userView(container, updated);
+    }
+    case 'grant-tokens': {
+      const user = await userByEmail(container, required(options, 'email'));
+      const amount = integer(required(options, 'amount'), 'amount');
+      if (amount === 0) throw new UsageError('--amount must not be 0');
+      const updated = await users.grantTokens(user.id, amount, 'admin command line');
+      return { email: updated.email, ...presentBalance(updated, container.plans.get(users.effectivePlan(updated))) };
+    }
+    case 'list-users': {
+      const limit = options.limit === undefined ? 100 : integer(options.limit, 'limit');
+      const offset = options.offset === undefined ? 0 : integer(options.offset, 'offset');
+      const [rows, total] = await db.repo(User).findAndCount({ order: { id: 'ASC' }, take: Math.min(Math.max(limit, 1), 1000), skip: Math.max(offset, 0) });
+      return { users: await Promise.all(rows.map((u) => userView(container, u))), total };
+    }
+    case 'revoke-key': {
+      const id = integer(required(options, 'id'), 'id');
+      try {
+        const key = await container.apiKeys.revokeById(id);
+        return { revoked: { id: key.id, name: key.name, prefix: key.prefix, last_four: key.lastFour, user_id: key.userId, created_at: iso(key.createdAt) } };
+      } catch (error) {
+        if (error instanceof AppError && error.code === 'not_found') throw new UsageError(`no API key with id ${id}`);
+        throw error;
+      }
+    }
+    default:
+      throw new UsageError(command ? `unknown command ${command}` : 'no command given');
+  }
+}

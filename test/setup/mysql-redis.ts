@@ -1,0 +1,1 @@
+process.env.GENSVC_TEST_STORES = 'mysql-redis';
