@@ -31,6 +31,7 @@ if (process.env.TEST_DATABASE_URL || process.env.TEST_REDIS_URL) {
 
 module.exports = {
   projects,
+  reporters: ['default', '<rootDir>/test/summary-reporter.js'],
   testTimeout: 30000,
   maxWorkers: 2,
 };
