@@ -1,5 +1,6 @@
 /** Every migration, in order. Listed explicitly so the same list works from source and from dist/. */
 import type { MigrationInterface } from 'typeorm';
 import { Init1795381286312 } from './1795381286312-Init';
+import { Generations1795381914395 } from './1795381914395-Generations';
 
-export const migrations: Array<new () => MigrationInterface> = [Init1795381286312];
+export const migrations: Array<new () => MigrationInterface> = [Init1795381286312, Generations1795381914395];

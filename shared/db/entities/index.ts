@@ -1,12 +1,14 @@
 import { ApiKey } from './api-key';
+import { Generation } from './generation';
 import { Identity } from './identity';
 import { LedgerEntry } from './ledger-entry';
 import { PasswordReset } from './password-reset';
 import { RefreshToken, Session } from './session';
 import { User } from './user';
 
-export { ApiKey, Identity, LedgerEntry, PasswordReset, RefreshToken, Session, User };
+export { ApiKey, Generation, Identity, LedgerEntry, PasswordReset, RefreshToken, Session, User };
 export type { IdentityKind } from './identity';
+export type { GenerationSource, GenerationStatus } from './generation';
 export type { LedgerReason } from './ledger-entry';
 
-export const entities = [User, Identity, Session, RefreshToken, ApiKey, LedgerEntry, PasswordReset];
+export const entities = [User, Identity, Session, RefreshToken, ApiKey, LedgerEntry, PasswordReset, Generation];

@@ -1,0 +1,275 @@
+/**
+ * Runs a generation's provider call and moves the row to its end state exactly once. Used by the
+ * request (synchronous models) and by the `generation.run` job (asynchronous ones).
+ */
+import { IsNull, LessThan } from 'typeorm';
+import type { Catalog } from '../catalog';
+import type { CatalogModel } from '../catalog/types';
+import type { Clock } from '../clock';
+import { addSeconds } from '../clock';
+import type { Database } from '../db/database';
+import { Generation } from '../db/entities';
+import { captureHold, releaseHold } from '../billing/holds';
+import type { Logger } from '../log';
+import type { ProviderRegistry } from '../providers/registry';
+import { capabilityFor } from '../providers/registry';
+import { CallOptions, FileOutput, ProviderAdapter, ProviderError, Usage } from '../providers/types';
+import type { Storage } from '../storage';
+import type { JobContext } from '../queue/types';
+import { executeCategory, InputFetcher } from './execute';
+import { readInput } from './stored-input';
+
+export interface Outcome {
+  provider: string;
+  resultText: string | null;
+  file: FileOutput | null;
+  thumbnail: FileOutput | null;
+  metadata: Record<string, unknown>;
+  usage: Usage | null;
+  seed: number | null;
+}
+
+/** Listeners told when a generation ends (the bot and webhooks subscribe later). */
+export type GenerationEndListener = (generation: Generation) => void;
+
+export const CANCELLED = 'Cancelled';
+
+export class GenerationRunner {
+  private readonly endListeners: GenerationEndListener[] = [];
+
+  constructor(
+    private readonly db: Database,
+    private readonly catalog: Catalog,
+    private readonly providers: ProviderRegistry,
+    private readonly storage: Storage,
+    private readonly inputs: InputFetcher,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+  ) {}
+
+  onEnd(listener: GenerationEndListener): void {
+    this.endListeners.push(listener);
+  }
+
+  private notify(generation: Generation): void {
+    for (const listener of this.endListeners) {
+      try {
+        listener(generation);
+      } catch (error) {
+        this.log.error({ err: error, generationId: generation.id }, 'generation end listener failed');
+      }
+    }
+  }
+
+  /** The model a row was made with (aliases and renamed slugs resolve). */
+  modelOf(generation: Generation): CatalogModel | undefined {
+    return this.catalog.find(generation.modelSlug);
+  }
+
+  /** Providers to try in order: the model's own, then its configured fallbacks. */
+  private candidates(model: CatalogModel): Array<{ adapter: ProviderAdapter; upstreamModel: string }> {
+    const all = [{ provider: model.provider, upstreamModel: model.upstreamModel }, ...model.fallbacks];
+    return all
+      .filter((c) => this.providers.has(c.provider) && this.providers.get(c.provider)[capabilityFor(model.category)] !== undefined)
+      .map((c) => ({ adapter: this.providers.get(c.provider), upstreamModel: c.upstreamModel }));
+  }
+
+  /** Calls the provider (falling back to the next one when one is unavailable). */
+  async execute(generation: Generation, model: CatalogModel, options: CallOptions): Promise<Outcome> {
+    const input = await readInput(generation, this.storage);
+    const candidates = this.candidates(model);
+    if (candidates.length === 0) throw new ProviderError('unavailable', `no provider is configured for ${model.slug}`);
+    let lastError: unknown;
+    for (const candidate of candidates) {
+      try {
+        return await executeCategory(candidate.adapter, { ...model, upstreamModel: candidate.upstreamModel }, input, options, this.inputs);
+      } catch (error) {
+        lastError = error;
+        const fallThrough = error instanceof ProviderError && error.kind === 'unavailable' && !options.signal.aborted;
+        if (!fallThrough) throw error;
+        this.log.warn({ provider: candidate.adapter.name, model: model.slug, err: (error as Error).message }, 'provider unavailable; trying the next');
+      }
+    }
+    throw lastError;
+  }
+
+  /** pending → completed, capturing the hold. False when the row had already ended. */
+  async complete(generation: Generation, outcome: Outcome): Promise<boolean> {
+    const stored = outcome.file ? await this.storage.put('results', outcome.file.bytes, outcome.file.contentType, outcome.file.extension) : null;
+    const thumbnail = outcome.thumbnail
+      ? await this.storage.put('results', outcome.thumbnail.bytes, outcome.thumbnail.contentType, outcome.thumbnail.extension)
+      : null;
+    const now = this.clock();
+    const won = await this.db.transaction(async (em) => {
+      const result = await em
+        .createQueryBuilder()
+        .update(Generation)
+        .set({
+          status: 'completed',
+          provider: outcome.provider,
+          resultText: outcome.resultText,
+          resultKey: stored?.key ?? null,
+          thumbnailKey: thumbnail?.key ?? null,
+          resultMetadata: JSON.stringify(outcome.metadata),
+          usage: outcome.usage ? JSON.stringify(outcome.usage) : null,
+          seed: outcome.seed ?? generation.seed,
+          progress: 100,
+          processingMs: Math.max(0, now.getTime() - generation.createdAt.getTime()),
+          completedAt: now,
+          leaseUntil: null,
+          updatedAt: now,
+        })
+        .where('id = :id', { id: generation.id })
+        .andWhere('status = :pending', { pending: 'pending' })
+        .execute();
+      if (result.affected !== 1) return false;
+      const charged = await captureHold(this.db, em, generation.userId, generation.price, generation.id, now);
+      await em.getRepository(Generation).update({ id: generation.id }, { tokensSpent: charged });
+      return true;
+    });
+    if (!won) {
+      // Cancelled (or finished elsewhere) meanwhile: the files of this run are not anyone's.
+      if (stored) await this.storage.delete(stored.key);
+      if (thumbnail) await this.storage.delete(thumbnail.key);
+      return false;
+    }
+    const done = await this.db.repo(Generation).findOneByOrFail({ id: generation.id });
+    this.notify(done);
+    return true;
+  }
+
+  /** pending → failed, releasing the hold. False when the row had already ended. */
+  async fail(generationId: number, message: string): Promise<boolean> {
+    const now = this.clock();
+    const ended = await this.db.transaction(async (em) => {
+      const row = await em.getRepository(Generation).findOneBy({ id: generationId });
+      if (!row) return null;
+      const result = await em
+        .createQueryBuilder()
+        .update(Generation)
+        .set({
+          status: 'failed',
+          error: message.slice(0, 1000),
+          tokensSpent: 0,
+          leaseUntil: null,
+          processingMs: Math.max(0, now.getTime() - row.createdAt.getTime()),
+          completedAt: now,
+          updatedAt: now,
+        })
+        .where('id = :id', { id: generationId })
+        .andWhere('status = :pending', { pending: 'pending' })
+        .execute();
+      if (result.affected !== 1) return null;
+      await releaseHold(em, row.userId, row.price);
+      return em.getRepository(Generation).findOneByOrFail({ id: generationId });
+    });
+    if (ended) this.notify(ended);
+    return ended !== null;
+  }
+
+  /** Runs a generation inside the request within the model's timeout, retrying a transient failure once. */
+  async runSync(generation: Generation, model: CatalogModel, signal?: AbortSignal): Promise<void> {
+    const deadline = AbortSignal.timeout(model.timeoutSeconds * 1000);
+    const combined = signal ? AbortSignal.any([deadline, signal]) : deadline;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const outcome = await this.execute(generation, model, { signal: combined });
+        await this.complete(generation, outcome);
+        return;
+      } catch (error) {
+        const transient = error instanceof ProviderError ? error.transient : !(error instanceof Error && error.name === 'AbortError');
+        if (attempt === 1 && transient && !combined.aborted) continue;
+        await this.fail(generation.id, failureMessage(error, combined));
+        if (!(error instanceof ProviderError) && !combined.aborted) this.log.error({ err: error, generationId: generation.id }, 'generation failed');
+        return;
+      }
+    }
+  }
+
+  /** The `generation.run` job: idempotent, and only one runner holds a row at a time (a lease). */
+  async runJob(generationId: number, context: JobContext): Promise<void> {
+    const now = this.clock();
+    const generation = await this.db.repo(Generation).findOneBy({ id: generationId });
+    if (!generation || generation.status !== 'pending') return;
+    const model = this.modelOf(generation);
+    if (!model) {
+      await this.fail(generationId, 'This model is no longer offered');
+      return;
+    }
+    const claimed = await this.db.transaction((em) =>
+      em
+        .createQueryBuilder()
+        .update(Generation)
+        .set({
+          leaseUntil: addSeconds(now, model.timeoutSeconds + 60),
+          attempts: () => 'attempts + 1',
+          startedAt: generation.startedAt ?? now,
+          updatedAt: now,
+        })
+        .where('id = :id', { id: generationId })
+        .andWhere('status = :pending', { pending: 'pending' })
+        .andWhere('(lease_until IS NULL OR lease_until < :now)', { now: this.db.dateParam(now) })
+        .execute(),
+    );
+    if (claimed.affected !== 1) return;
+    const deadline = AbortSignal.timeout(model.timeoutSeconds * 1000);
+    const signal = AbortSignal.any([deadline, context.signal]);
+    let lastProgress = 0;
+    try {
+      const outcome = await this.execute(generation, model, {
+        signal,
+        onProgress: (percent) => {
+          const rounded = Math.max(0, Math.min(99, Math.round(percent)));
+          if (rounded < lastProgress + 5) return;
+          lastProgress = rounded;
+          void this.db
+            .transaction((em) => em.getRepository(Generation).update({ id: generationId, status: 'pending' }, { progress: rounded }))
+            .catch(() => undefined);
+        },
+      });
+      await this.complete(generation, outcome);
+    } catch (error) {
+      const transient = error instanceof ProviderError ? error.transient : true;
+      if (transient && !context.finalAttempt && !(await this.isEnded(generationId))) {
+        await this.db.transaction((em) => em.getRepository(Generation).update({ id: generationId }, { leaseUntil: null }));
+        throw error;
+      }
+      await this.fail(generationId, failureMessage(error, signal));
+      if (!(error instanceof ProviderError)) this.log.error({ err: error, generationId }, 'generation job failed');
+    }
+  }
+
+  private async isEnded(generationId: number): Promise<boolean> {
+    const row = await this.db.repo(Generation).findOneBy({ id: generationId });
+    return !row || row.status !== 'pending';
+  }
+
+  /** Pending rows the worker should (re)queue at boot, and stale synchronous ones to fail. */
+  async recoverable(): Promise<{ requeue: number[]; abandoned: number[] }> {
+    const now = this.clock();
+    const rows = await this.db.repo(Generation).find({
+      where: [
+        { status: 'pending', leaseUntil: IsNull() },
+        { status: 'pending', leaseUntil: LessThan(now) },
+      ],
+      select: { id: true, modelSlug: true, createdAt: true },
+      order: { id: 'ASC' },
+      take: 10_000,
+    });
+    const requeue: number[] = [];
+    const abandoned: number[] = [];
+    for (const row of rows) {
+      const model = this.catalog.find(row.modelSlug);
+      if (model && !model.sync) requeue.push(row.id);
+      // A synchronous run belongs to its request; past its timeout, the request is gone.
+      else if (!model || now.getTime() - row.createdAt.getTime() > (model.timeoutSeconds + 60) * 1000) abandoned.push(row.id);
+    }
+    return { requeue, abandoned };
+  }
+}
+
+export function failureMessage(error: unknown, signal?: AbortSignal): string {
+  if (error instanceof ProviderError) return error.message;
+  if (signal?.aborted) return 'The model did not answer in time';
+  return 'Internal error while generating';
+}

@@ -1,0 +1,249 @@
+/**
+ * The generate pipeline: resolve the model → plan gate → validate → price → plan limit → hold the
+ * price and insert the row in one transaction → run (synchronous models) or enqueue.
+ */
+import type { Catalog } from '../catalog';
+import { priceOf } from '../catalog/pricing';
+import type { CatalogModel } from '../catalog/types';
+import type { Clock } from '../clock';
+import type { Database } from '../db/database';
+import { Generation, GenerationSource, User } from '../db/entities';
+import { AppError } from '../errors';
+import type { GenerationLimiter, LimitSnapshot } from '../limits';
+import type { Logger } from '../log';
+import type { Plan, PlanTable } from '../plans';
+import type { Queue } from '../queue/types';
+import type { Storage } from '../storage';
+import { holdTokens } from '../billing/holds';
+import { GenerateRequest, GenerationInput, normalizeInput, userTexts } from './input';
+import { CANCELLED, GenerationRunner } from './runner';
+import { serializeInput } from './stored-input';
+
+export interface GenerationCaller {
+  user: User;
+  plan: Plan;
+}
+
+export interface StartOptions {
+  idempotencyKey?: string;
+  /** SHA-256 of the request, to tell a replay from a reused key. */
+  requestHash?: string;
+  source: GenerationSource;
+  scheduleId?: number | null;
+  /** Aborts a synchronous run (the client went away). */
+  signal?: AbortSignal;
+}
+
+export interface Accepted {
+  generation: Generation;
+  model: CatalogModel;
+  /** True when an Idempotency-Key replay returned an earlier generation. */
+  replay: boolean;
+  /** The limit windows after this request, for the response headers. */
+  limits: LimitSnapshot | null;
+}
+
+export const IDEMPOTENCY_WINDOW_MS = 24 * 3600 * 1000;
+export const CONTENT_POLICY_ERROR = 'Content policy violation';
+const PROMPT_HISTORY_LENGTH = 4000;
+
+function isDuplicateKey(error: unknown): boolean {
+  const e = error as { code?: string; message?: string };
+  return e.code === 'ER_DUP_ENTRY' || /UNIQUE constraint failed/i.test(e.message ?? '');
+}
+
+export function parseGenerationId(raw: string | number | undefined): number {
+  const text = String(raw ?? '');
+  const match = /^(?:gen_)?([1-9][0-9]{0,9})$/.exec(text);
+  const id = match ? Number(match[1]) : NaN;
+  if (!Number.isSafeInteger(id) || id > 2_147_483_647) throw new AppError('not_found');
+  return id;
+}
+
+export class Generations {
+  private readonly blocklist: RegExp | null;
+
+  constructor(
+    private readonly db: Database,
+    private readonly catalog: Catalog,
+    private readonly plans: PlanTable,
+    private readonly limiter: GenerationLimiter,
+    private readonly queue: Queue,
+    readonly runner: GenerationRunner,
+    private readonly storage: Storage,
+    private readonly clock: Clock,
+    blocklist: string[],
+    private readonly log: Logger,
+  ) {
+    const words = blocklist.map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).filter(Boolean);
+    this.blocklist = words.length ? new RegExp(`(^|[^\\p{L}\\p{N}_])(${words.join('|')})(?=$|[^\\p{L}\\p{N}_])`, 'iu') : null;
+  }
+
+  /** The offered model for a slug; unknown (or not configured here) is 404. */
+  model(slug: string | undefined): CatalogModel {
+    if (!slug) throw AppError.validation('model', 'is required');
+    const model = this.catalog.find(slug);
+    if (!model) throw new AppError('not_found', { detail: `Unknown model: ${slug}` });
+    return model;
+  }
+
+  /** Validates and prices a request without running it (the price calculator uses this too). */
+  quote(model: CatalogModel, request: GenerateRequest): { input: GenerationInput; price: number } {
+    const input = normalizeInput(model, request);
+    return { input, price: priceOf(model, input.params) };
+  }
+
+  private violatesPolicy(input: GenerationInput): boolean {
+    return this.blocklist !== null && userTexts(input).some((t) => this.blocklist?.test(t));
+  }
+
+  private async findIdempotent(userId: number, key: string): Promise<Generation | null> {
+    return this.db.repo(Generation).findOneBy({ userId, idempotencyKey: key });
+  }
+
+  private replayOf(existing: Generation, options: StartOptions, model: CatalogModel): Accepted {
+    if (options.requestHash && existing.requestHash && existing.requestHash !== options.requestHash) {
+      throw new AppError('validation_failed', {
+        detail: 'Idempotency-Key was already used with a different request',
+        errors: [{ field: 'Idempotency-Key', message: 'reused with a different body' }],
+      });
+    }
+    return { generation: existing, model, replay: true, limits: null };
+  }
+
+  /** Everything up to the inserted, held, pending row. Does not run it. */
+  async accept(caller: GenerationCaller, request: GenerateRequest, options: StartOptions): Promise<Accepted> {
+    const model = this.model(request.model);
+    if (!this.plans.allows(caller.plan.name, model.minPlan)) throw new AppError('insufficient_plan');
+    const { input, price } = this.quote(model, request);
+    const now = this.clock();
+    const userId = caller.user.id;
+
+    if (options.idempotencyKey) {
+      const existing = await this.findIdempotent(userId, options.idempotencyKey);
+      if (existing && now.getTime() - existing.createdAt.getTime() < IDEMPOTENCY_WINDOW_MS) return this.replayOf(existing, options, model);
+    }
+
+    const limit = await this.limiter.consume(userId, caller.plan);
+    if (!limit.ok) {
+      throw new AppError('rate_limited', {
+        extra: { retry_after: limit.retryAfter },
+        headers: { 'Retry-After': String(limit.retryAfter) },
+      });
+    }
+
+    const storedInput = await serializeInput(input, this.storage);
+    let generation: Generation;
+    try {
+      generation = await this.db.transaction(async (em) => {
+        if (options.idempotencyKey) {
+          // A key older than the window may be used again: the old row lets go of it.
+          await em.getRepository(Generation).update({ userId, idempotencyKey: options.idempotencyKey }, { idempotencyKey: null });
+        }
+        if (!(await holdTokens(em, userId, price))) throw new AppError('insufficient_tokens');
+        const repo = em.getRepository(Generation);
+        return repo.save(
+          repo.create({
+            userId,
+            modelSlug: model.slug,
+            category: model.category,
+            provider: null,
+            status: 'pending',
+            source: options.source,
+            prompt: (input.prompt ?? '').slice(0, PROMPT_HISTORY_LENGTH),
+            input: storedInput,
+            price,
+            tokensSpent: 0,
+            resultText: null,
+            resultKey: null,
+            thumbnailKey: null,
+            resultMetadata: null,
+            usage: null,
+            error: null,
+            progress: 0,
+            seed: typeof input.params.seed === 'number' ? input.params.seed : null,
+            etaSeconds: model.sync ? null : model.etaSeconds,
+            processingMs: null,
+            attempts: 0,
+            leaseUntil: null,
+            isFavorited: false,
+            userRating: null,
+            hiddenAt: null,
+            idempotencyKey: options.idempotencyKey ?? null,
+            requestHash: options.requestHash ?? null,
+            scheduleId: options.scheduleId ?? null,
+            assistantId: request.assistant_id ?? null,
+            createdAt: now,
+            startedAt: null,
+            completedAt: null,
+            updatedAt: now,
+          }),
+        );
+      });
+    } catch (error) {
+      await this.limiter.refund(userId, caller.plan);
+      if (error instanceof AppError && error.code === 'insufficient_tokens') {
+        const user = await this.db.repo(User).findOneByOrFail({ id: userId });
+        throw new AppError('insufficient_tokens', {
+          extra: { price, available: Math.max(0, user.subscriptionTokens + user.bonusTokens - user.heldTokens) },
+        });
+      }
+      if (options.idempotencyKey && isDuplicateKey(error)) {
+        const existing = await this.findIdempotent(userId, options.idempotencyKey);
+        if (existing) return this.replayOf(existing, options, model);
+      }
+      throw error;
+    }
+
+    if (this.violatesPolicy(input)) {
+      await this.runner.fail(generation.id, CONTENT_POLICY_ERROR);
+      generation = await this.db.repo(Generation).findOneByOrFail({ id: generation.id });
+    }
+    return { generation, model, replay: false, limits: limit.snapshot };
+  }
+
+  /** Accepts, then runs a synchronous model in the request or queues an asynchronous one. */
+  async start(caller: GenerationCaller, request: GenerateRequest, options: StartOptions): Promise<Accepted> {
+    const accepted = await this.accept(caller, request, options);
+    if (accepted.replay || accepted.generation.status !== 'pending') return accepted;
+    const { generation, model } = accepted;
+    if (model.sync) {
+      await this.runner.runSync(generation, model, options.signal);
+    } else {
+      await this.queue.enqueue('generation.run', { generationId: generation.id }, { jobId: `gen-${generation.id}` });
+    }
+    return { ...accepted, generation: await this.db.repo(Generation).findOneByOrFail({ id: generation.id }) };
+  }
+
+  /** The caller's generation; another user's, or one deleted from history, is 404. */
+  async get(userId: number, id: number): Promise<Generation> {
+    const generation = await this.db.repo(Generation).findOneBy({ id, userId });
+    if (!generation || generation.hiddenAt) throw new AppError('not_found');
+    return generation;
+  }
+
+  /** A pending generation becomes failed ("Cancelled") with its hold released; others stay as they are. */
+  async cancel(userId: number, id: number): Promise<Generation> {
+    const generation = await this.get(userId, id);
+    if (generation.status === 'pending') {
+      await this.runner.fail(id, CANCELLED);
+      this.log.info({ generationId: id }, 'generation cancelled');
+    }
+    return this.get(userId, id);
+  }
+
+  /** Average processing time of the model's completed generations. */
+  async averageTime(model: CatalogModel): Promise<{ avgTimeMs: number | null; samples: number }> {
+    const row = await this.db
+      .repo(Generation)
+      .createQueryBuilder('g')
+      .select('AVG(g.processing_ms)', 'avg')
+      .addSelect('COUNT(*)', 'samples')
+      .where('g.model_slug IN (:...slugs)', { slugs: [model.slug, ...model.aliases] })
+      .andWhere('g.status = :status', { status: 'completed' })
+      .andWhere('g.processing_ms IS NOT NULL')
+      .getRawOne<{ avg: string | number | null; samples: string | number }>();
+    const samples = Number(row?.samples ?? 0);
+    return { avgTimeMs: samples > 0 && row?.avg !== null ? Math.round(Number(row?.avg)) : null, samples };
+  }
+}

@@ -1,0 +1,202 @@
+/**
+ * The small interfaces every provider adapter implements, one per capability. Adapters are
+ * stateless: they get what they need per call (the upstream model id, params, an abort signal),
+ * return files as bytes plus metadata, and fail with a typed ProviderError.
+ */
+
+export type ProviderErrorKind = 'refused' | 'rate_limited' | 'unavailable' | 'bad_request' | 'timeout';
+
+export class ProviderError extends Error {
+  constructor(
+    readonly kind: ProviderErrorKind,
+    message: string,
+    readonly retryAfterMs?: number,
+  ) {
+    super(message);
+    this.name = 'ProviderError';
+  }
+
+  /** Worth another try (by the job's retries, or once more within a sync request's timeout). */
+  get transient(): boolean {
+    return this.kind === 'rate_limited' || this.kind === 'unavailable' || this.kind === 'timeout';
+  }
+}
+
+export interface CallOptions {
+  signal: AbortSignal;
+  /** 0–100, for pending status polling. */
+  onProgress?: (percent: number) => void;
+}
+
+export interface FileOutput {
+  bytes: Buffer;
+  contentType: string;
+  /** Without the dot: `webp`, `mp4`, `mp3`. */
+  extension: string;
+}
+
+export type ContentPart = { type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string } };
+
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant';
+  content: string | ContentPart[];
+}
+
+export interface Usage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+}
+
+export interface TextRequest {
+  upstreamModel: string;
+  messages: ChatMessage[];
+  temperature: number;
+  maxTokens: number | null;
+  maxContext: number | null;
+}
+
+export interface TextResult {
+  content: string;
+  usage: Usage;
+}
+
+export type TextChunk = { delta: string } | { usage: Usage };
+
+export interface TextProvider {
+  complete(request: TextRequest, options: CallOptions): Promise<TextResult>;
+  stream(request: TextRequest, options: CallOptions): AsyncIterable<TextChunk>;
+}
+
+export interface ImageRequest {
+  upstreamModel: string;
+  prompt: string;
+  negativePrompt: string | null;
+  width: number;
+  height: number;
+  /** As asked (`16:9`) for families that take ratios rather than sizes. */
+  aspectRatio: string | null;
+  format: 'webp' | 'png' | 'jpeg';
+  quality: 'standard' | 'hd';
+  style: string | null;
+  seed: number;
+  inputImage: Buffer | null;
+}
+
+export interface ImageResult {
+  file: FileOutput;
+  width: number;
+  height: number;
+  seed: number;
+}
+
+export interface ImageProvider {
+  generate(request: ImageRequest, options: CallOptions): Promise<ImageResult>;
+}
+
+export interface VideoRequest {
+  upstreamModel: string;
+  prompt: string;
+  negativePrompt: string | null;
+  durationSeconds: number;
+  aspectRatio: string;
+  /** e.g. `480p`, `720p`, `1080p`. */
+  resolution: string;
+  seed: number;
+  startImage: Buffer | null;
+}
+
+export interface VideoResult {
+  file: FileOutput;
+  thumbnail: FileOutput | null;
+  width: number;
+  height: number;
+  durationSeconds: number;
+}
+
+export interface VideoProvider {
+  generate(request: VideoRequest, options: CallOptions): Promise<VideoResult>;
+}
+
+export interface SpeechRequest {
+  upstreamModel: string;
+  text: string;
+  voice: string;
+  speed: number;
+  format: 'mp3' | 'wav' | 'ogg';
+}
+
+export interface SpeechResult {
+  file: FileOutput;
+  durationSeconds: number;
+}
+
+export interface SpeechProvider {
+  synthesize(request: SpeechRequest, options: CallOptions): Promise<SpeechResult>;
+}
+
+export interface TranscriptionRequest {
+  upstreamModel: string;
+  audio: Buffer;
+  /** ISO 639-1, or null to detect. */
+  language: string | null;
+  diarize: boolean;
+}
+
+export interface TranscriptionResult {
+  text: string;
+  language: string;
+  durationSeconds: number;
+}
+
+export interface TranscriptionProvider {
+  transcribe(request: TranscriptionRequest, options: CallOptions): Promise<TranscriptionResult>;
+}
+
+export interface MusicRequest {
+  upstreamModel: string;
+  prompt: string;
+  lyrics: string | null;
+  instrumental: boolean;
+  durationSeconds: number;
+  format: 'mp3' | 'wav';
+  seed: number;
+}
+
+export interface MusicResult {
+  file: FileOutput;
+  durationSeconds: number;
+}
+
+export interface MusicProvider {
+  compose(request: MusicRequest, options: CallOptions): Promise<MusicResult>;
+}
+
+export interface ToolRequest {
+  upstreamModel: string;
+  /** The tool's own slug, e.g. `remove-bg`. */
+  tool: string;
+  prompt: string | null;
+  image: Buffer;
+  /** Second image: the face source of face-swap, the mask of inpaint. */
+  secondImage: Buffer | null;
+  params: Record<string, unknown>;
+}
+
+export type ToolResult = { kind: 'image'; file: FileOutput; width: number; height: number } | { kind: 'text'; text: string };
+
+export interface ToolProvider {
+  run(request: ToolRequest, options: CallOptions): Promise<ToolResult>;
+}
+
+/** One configured upstream (or the built-in local one): whatever capabilities it has. */
+export interface ProviderAdapter {
+  name: string;
+  text?: TextProvider;
+  image?: ImageProvider;
+  video?: VideoProvider;
+  speech?: SpeechProvider;
+  transcription?: TranscriptionProvider;
+  music?: MusicProvider;
+  tool?: ToolProvider;
+}

@@ -1,0 +1,6 @@
+import type { JobName, JobSettings } from './types';
+
+/** Retry, timeout and concurrency of each job; producers and workers read the same table. */
+export const jobSettings: Record<JobName, JobSettings> = {
+  'generation.run': { retries: 3, backoffMs: 2_000, timeoutMs: 600_000, concurrency: 4 },
+};

@@ -1,0 +1,51 @@
+/**
+ * Jobs are a typed table: each name has a payload type, settings (retries, backoff, timeout,
+ * concurrency) and a `perform`. Delivery is at least once, so every `perform` is idempotent.
+ */
+
+/** Every job and its payload. Add a job by adding a line here and an entry to the job table. */
+export interface JobPayloads {
+  'generation.run': { generationId: number };
+}
+
+export type JobName = keyof JobPayloads;
+
+export interface JobSettings {
+  retries: number;
+  /** First retry delay; doubles each time. */
+  backoffMs: number;
+  timeoutMs: number;
+  /** Jobs of this name run at once per worker process. */
+  concurrency: number;
+}
+
+export interface JobContext {
+  /** Aborted when the job times out or the worker shuts down. */
+  signal: AbortSignal;
+  /** 1 on the first delivery. */
+  attempt: number;
+  /** True on the last attempt the settings allow. */
+  finalAttempt: boolean;
+}
+
+export interface JobDefinition<P> extends JobSettings {
+  perform(payload: P, context: JobContext): Promise<void>;
+  /** Called once when the last attempt failed, with the last error. */
+  onExhausted?(payload: P, error: Error): Promise<void>;
+}
+
+export type JobTable = { [N in JobName]: JobDefinition<JobPayloads[N]> };
+
+export interface EnqueueOptions {
+  /** A job with the same id that is still queued or running is not added again. */
+  jobId?: string;
+  delayMs?: number;
+}
+
+export interface Queue {
+  readonly kind: 'in-process' | 'redis';
+  enqueue<N extends JobName>(name: N, payload: JobPayloads[N], options?: EnqueueOptions): Promise<void>;
+  /** Starts processing with this table (only worker roles call it). */
+  startProcessing(table: JobTable): void;
+  close(): Promise<void>;
+}

@@ -1,0 +1,103 @@
+/**
+ * Where generated files live. The local-disk store keeps them under DATA_DIR/files; keys carry
+ * 128 random bits, so a file's URL cannot be guessed. (An S3-compatible store comes with
+ * scale-out; it implements the same interface.)
+ */
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import type { Readable } from 'node:stream';
+
+export interface StoredFile {
+  key: string;
+  size: number;
+  contentType: string;
+}
+
+export interface FileStat {
+  size: number;
+  contentType: string;
+}
+
+export interface Storage {
+  put(prefix: string, bytes: Buffer, contentType: string, extension: string): Promise<StoredFile>;
+  stat(key: string): Promise<FileStat | null>;
+  /** A byte range [start, end] inclusive, or the whole file. */
+  read(key: string, range?: { start: number; end: number }): Readable;
+  readAll(key: string): Promise<Buffer>;
+  delete(key: string): Promise<void>;
+}
+
+const CONTENT_TYPES: Record<string, string> = {
+  webp: 'image/webp',
+  png: 'image/png',
+  jpg: 'image/jpeg',
+  jpeg: 'image/jpeg',
+  gif: 'image/gif',
+  mp4: 'video/mp4',
+  webm: 'video/webm',
+  mp3: 'audio/mpeg',
+  wav: 'audio/wav',
+  ogg: 'audio/ogg',
+  flac: 'audio/flac',
+  m4a: 'audio/mp4',
+  txt: 'text/plain; charset=utf-8',
+  json: 'application/json',
+};
+
+export function contentTypeOf(key: string): string {
+  const ext = path.extname(key).slice(1).toLowerCase();
+  return CONTENT_TYPES[ext] ?? 'application/octet-stream';
+}
+
+/** Keys look like `results/2026/11/<32 hex>.webp`: safe to join to a directory. */
+export function isValidKey(key: string): boolean {
+  return /^[a-z]+\/[0-9]{4}\/[0-9]{2}\/[0-9a-f]{32}\.[a-z0-9]{2,5}$/.test(key);
+}
+
+export class LocalDiskStorage implements Storage {
+  constructor(private readonly root: string) {
+    fs.mkdirSync(root, { recursive: true });
+  }
+
+  private pathOf(key: string): string {
+    if (!isValidKey(key)) throw new Error(`invalid storage key ${key}`);
+    return path.join(this.root, key);
+  }
+
+  async put(prefix: string, bytes: Buffer, _contentType: string, extension: string): Promise<StoredFile> {
+    const now = new Date();
+    const key = `${prefix}/${now.getUTCFullYear()}/${String(now.getUTCMonth() + 1).padStart(2, '0')}/${crypto.randomBytes(16).toString('hex')}.${extension.toLowerCase()}`;
+    const file = this.pathOf(key);
+    await fsp.mkdir(path.dirname(file), { recursive: true });
+    // Write then rename, so a reader never sees half a file.
+    const temp = `${file}.${process.pid}.tmp`;
+    await fsp.writeFile(temp, bytes);
+    await fsp.rename(temp, file);
+    return { key, size: bytes.length, contentType: contentTypeOf(key) };
+  }
+
+  async stat(key: string): Promise<FileStat | null> {
+    if (!isValidKey(key)) return null;
+    try {
+      const stats = await fsp.stat(this.pathOf(key));
+      return { size: stats.size, contentType: contentTypeOf(key) };
+    } catch {
+      return null;
+    }
+  }
+
+  read(key: string, range?: { start: number; end: number }): Readable {
+    return fs.createReadStream(this.pathOf(key), range ? { start: range.start, end: range.end } : {});
+  }
+
+  readAll(key: string): Promise<Buffer> {
+    return fsp.readFile(this.pathOf(key));
+  }
+
+  async delete(key: string): Promise<void> {
+    if (!isValidKey(key)) return;
+    await fsp.rm(this.pathOf(key), { force: true });
+  }
+}
