@@ -24,6 +24,8 @@ export interface OidcSettings {
 interface Endpoints {
   jwks: ReturnType<typeof createRemoteJWKSet>;
   tokenUrl: string | undefined;
+  /** False when discovery failed but OIDC_JWKS_URL let login go on: discovery is tried again next time. */
+  complete: boolean;
 }
 
 export class IdentityProviderLogin {
@@ -47,23 +49,35 @@ export class IdentityProviderLogin {
     this.endpoints ??= (async () => {
       let jwksUrl = this.settings.jwksUrl;
       let tokenUrl = this.settings.tokenUrl;
+      let complete = true;
       if (!jwksUrl || !tokenUrl) {
-        const response = await this.fetchImpl(`${this.settings.issuer}/.well-known/openid-configuration`, {
-          signal: AbortSignal.timeout(10_000),
-        });
-        if (!response.ok) throw new Error(`OIDC discovery answered ${response.status}`);
-        const doc = (await response.json()) as { jwks_uri?: string; token_endpoint?: string };
-        jwksUrl ??= doc.jwks_uri;
-        tokenUrl ??= doc.token_endpoint;
+        try {
+          const response = await this.fetchImpl(`${this.settings.issuer}/.well-known/openid-configuration`, {
+            signal: AbortSignal.timeout(10_000),
+          });
+          if (!response.ok) throw new Error(`OIDC discovery answered ${response.status}`);
+          const doc = (await response.json()) as { jwks_uri?: string; token_endpoint?: string };
+          jwksUrl ??= doc.jwks_uri;
+          tokenUrl ??= doc.token_endpoint;
+        } catch (error) {
+          // With OIDC_JWKS_URL set, id_tokens are still verifiable; only the code flow lacks its endpoint.
+          if (!jwksUrl) throw error;
+          this.log.warn({ err: error }, 'identity-provider discovery failed; using OIDC_JWKS_URL');
+          complete = false;
+        }
       }
       if (!jwksUrl) throw new Error('OIDC discovery gave no jwks_uri');
-      return { jwks: createRemoteJWKSet(new URL(jwksUrl), { timeoutDuration: 10_000 }), tokenUrl };
+      return { jwks: createRemoteJWKSet(new URL(jwksUrl), { timeoutDuration: 10_000 }), tokenUrl, complete };
     })();
-    // A failed discovery is retried on the next login instead of being cached forever.
-    this.endpoints.catch(() => {
-      this.endpoints = undefined;
-    });
-    return this.endpoints;
+    // A failed (or partly failed) discovery is retried on the next login instead of being cached forever.
+    const pending = this.endpoints;
+    const forget = () => {
+      if (this.endpoints === pending) this.endpoints = undefined;
+    };
+    pending.then((endpoints) => {
+      if (!endpoints.complete) forget();
+    }, forget);
+    return pending;
   }
 
   private async exchangeCode(code: string, redirectUri: string, tokenUrl: string | undefined): Promise<string> {
@@ -71,12 +85,18 @@ export class IdentityProviderLogin {
     const body = new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: redirectUri });
     body.set('client_id', this.settings.clientId ?? '');
     if (this.settings.clientSecret) body.set('client_secret', this.settings.clientSecret);
-    const response = await this.fetchImpl(tokenUrl, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
-      body,
-      signal: AbortSignal.timeout(10_000),
-    });
+    let response: Response;
+    try {
+      response = await this.fetchImpl(tokenUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
+        body,
+        signal: AbortSignal.timeout(10_000),
+      });
+    } catch (error) {
+      this.log.error({ err: error }, 'identity-provider token endpoint unreachable');
+      throw new AppError('service_unavailable', { detail: 'The identity provider cannot be reached' });
+    }
     const payload = (await response.json().catch(() => ({}))) as { id_token?: string; error?: string };
     if (!response.ok || typeof payload.id_token !== 'string') {
       throw new AppError('invalid_identity_token', {
@@ -88,8 +108,10 @@ export class IdentityProviderLogin {
 
   private async verifyIdToken(idToken: string, jwks: Endpoints['jwks']): Promise<JWTPayload> {
     try {
+      const issuer = this.settings.issuer ?? '';
       const { payload } = await jwtVerify(idToken, jwks, {
-        issuer: this.settings.issuer,
+        // The configuration drops a trailing slash, which some providers' issuer identifiers have.
+        issuer: [issuer, `${issuer}/`],
         audience: this.settings.clientId,
         currentDate: this.clock(),
       });
@@ -115,13 +137,14 @@ export class IdentityProviderLogin {
     }
     const idToken = input.id_token ?? (await this.exchangeCode(input.code ?? '', input.redirect_uri ?? '', endpoints.tokenUrl));
     const claims = await this.verifyIdToken(idToken, endpoints.jwks);
-    const subject = `${claims.iss ?? this.settings.issuer}|${claims.sub}`;
+    // The configured issuer, not `iss`: the same whether or not the provider writes the trailing slash.
+    const subject = `${this.settings.issuer}|${claims.sub}`;
     const email = typeof claims.email === 'string' ? claims.email.trim().toLowerCase() : undefined;
     const emailVerified = claims.email_verified === true || claims.email_verified === 'true';
     const name = typeof claims.name === 'string' && claims.name.trim() ? claims.name.trim() : (email?.split('@')[0] ?? 'user');
     const picture = typeof claims.picture === 'string' ? claims.picture : null;
 
-    return this.db.transaction(async (em) => {
+    const signIn = () => this.db.transaction(async (em) => {
       const now = this.clock();
       const existing = await em.getRepository(Identity).findOneBy({ kind: 'identity_provider', subject });
       let user: User;
@@ -147,5 +170,12 @@ export class IdentityProviderLogin {
       const started = await this.sessions.start(em, user.id, client);
       return { user, isNewUser, ...started };
     });
+    try {
+      return await signIn();
+    } catch (error) {
+      // Two first logins at once: the unique indexes let one create; the retry finds its identity.
+      if (/UNIQUE|Duplicate/i.test((error as Error).message)) return signIn();
+      throw error;
+    }
   }
 }

@@ -1,0 +1,160 @@
+/**
+ * A small OpenID provider for tests, on 127.0.0.1: discovery document, JWKS (one RS256 key) and a
+ * token endpoint for the authorization-code grant (client_secret_post). It records every token
+ * request it gets, and signs id_tokens for the tests with its key (or any other key they pass).
+ */
+import crypto from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { exportJWK, generateKeyPair, JWTPayload, KeyLike, SignJWT } from 'jose';
+
+export interface TokenRequest {
+  contentType: string | undefined;
+  form: Record<string, string>;
+}
+
+export interface SigningKey {
+  kid: string;
+  privateKey: KeyLike;
+  publicKey: KeyLike;
+}
+
+export interface IdTokenOptions {
+  /** Seconds since the epoch, taken from the app's clock. */
+  now: number;
+  sub: string;
+  issuer?: string;
+  audience?: string | string[];
+  /** Lifetime in seconds after `now` (default 300); negative for an already expired token. */
+  expiresIn?: number;
+  key?: SigningKey;
+  claims?: JWTPayload & Record<string, unknown>;
+}
+
+export interface FakeOidcProvider {
+  readonly issuer: string;
+  readonly clientId: string;
+  readonly clientSecret: string;
+  readonly jwksUrl: string;
+  readonly tokenUrl: string;
+  readonly key: SigningKey;
+  /** Every POST the token endpoint received, in order. */
+  readonly tokenRequests: TokenRequest[];
+  /** How often each path was requested. */
+  readonly hits: Map<string, number>;
+  /** When false, the discovery document answers 404. */
+  discoveryEnabled: boolean;
+  signIdToken(options: IdTokenOptions): Promise<string>;
+  /** A one-time authorization code the token endpoint exchanges for `idToken`. */
+  issueCode(redirectUri: string, idToken: string): string;
+  close(): Promise<void>;
+}
+
+export async function newSigningKey(kid = crypto.randomBytes(6).toString('hex')): Promise<SigningKey> {
+  const { privateKey, publicKey } = await generateKeyPair('RS256');
+  return { kid, privateKey, publicKey };
+}
+
+function readBody(req: http.IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+function sendJson(res: http.ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+export async function startFakeOidc(options: { clientId?: string; clientSecret?: string } = {}): Promise<FakeOidcProvider> {
+  const clientId = options.clientId ?? 'gensvc-test-client';
+  const clientSecret = options.clientSecret ?? 'gensvc-test-secret';
+  const key = await newSigningKey('test-key-1');
+  const publicJwk = { ...(await exportJWK(key.publicKey)), kid: key.kid, alg: 'RS256', use: 'sig' };
+  const codes = new Map<string, { redirectUri: string; idToken: string }>();
+  const tokenRequests: TokenRequest[] = [];
+  const hits = new Map<string, number>();
+  let base = '';
+
+  const state = { discoveryEnabled: true };
+
+  async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const path = new URL(req.url ?? '/', 'http://127.0.0.1').pathname;
+    hits.set(path, (hits.get(path) ?? 0) + 1);
+    if (req.method === 'GET' && path === '/.well-known/openid-configuration') {
+      if (!state.discoveryEnabled) return sendJson(res, 404, { error: 'not_found' });
+      return sendJson(res, 200, {
+        issuer: base,
+        authorization_endpoint: `${base}/authorize`,
+        token_endpoint: `${base}/token`,
+        jwks_uri: `${base}/jwks`,
+        response_types_supported: ['code', 'id_token'],
+        subject_types_supported: ['public'],
+        id_token_signing_alg_values_supported: ['RS256'],
+        token_endpoint_auth_methods_supported: ['client_secret_post'],
+      });
+    }
+    if (req.method === 'GET' && path === '/jwks') return sendJson(res, 200, { keys: [publicJwk] });
+    if (req.method === 'POST' && path === '/token') {
+      const raw = await readBody(req);
+      const form = Object.fromEntries(new URLSearchParams(raw).entries());
+      const contentType = req.headers['content-type'];
+      tokenRequests.push({ contentType, form });
+      if (!contentType?.startsWith('application/x-www-form-urlencoded')) return sendJson(res, 400, { error: 'invalid_request' });
+      if (form.client_id !== clientId || form.client_secret !== clientSecret) return sendJson(res, 401, { error: 'invalid_client' });
+      if (form.grant_type !== 'authorization_code') return sendJson(res, 400, { error: 'unsupported_grant_type' });
+      const grant = form.code === undefined ? undefined : codes.get(form.code);
+      if (!grant || grant.redirectUri !== form.redirect_uri) return sendJson(res, 400, { error: 'invalid_grant' });
+      codes.delete(form.code!);
+      return sendJson(res, 200, { access_token: crypto.randomBytes(16).toString('hex'), token_type: 'Bearer', expires_in: 3600, id_token: grant.idToken });
+    }
+    sendJson(res, 404, { error: 'not_found' });
+  }
+
+  const server = http.createServer((req, res) => {
+    handle(req, res).catch((error: Error) => sendJson(res, 500, { error: 'server_error', message: error.message }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+  return {
+    issuer: base,
+    clientId,
+    clientSecret,
+    jwksUrl: `${base}/jwks`,
+    tokenUrl: `${base}/token`,
+    key,
+    tokenRequests,
+    hits,
+    get discoveryEnabled() {
+      return state.discoveryEnabled;
+    },
+    set discoveryEnabled(value: boolean) {
+      state.discoveryEnabled = value;
+    },
+    async signIdToken(o: IdTokenOptions): Promise<string> {
+      const signingKey = o.key ?? key;
+      return new SignJWT({ ...(o.claims ?? {}) })
+        .setProtectedHeader({ alg: 'RS256', kid: signingKey.kid, typ: 'JWT' })
+        .setIssuer(o.issuer ?? base)
+        .setAudience(o.audience ?? clientId)
+        .setSubject(o.sub)
+        .setIssuedAt(o.now)
+        .setExpirationTime(o.now + (o.expiresIn ?? 300))
+        .sign(signingKey.privateKey);
+    },
+    issueCode(redirectUri: string, idToken: string): string {
+      const code = crypto.randomBytes(12).toString('base64url');
+      codes.set(code, { redirectUri, idToken });
+      return code;
+    },
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
