@@ -6,6 +6,10 @@ import type { Container } from '../shared/container';
 import type { AppCustom, AppState } from './context';
 import { errorMiddleware } from './middleware/errors';
 import { authRoutes } from './routes/auth';
+import { fileRoutes } from './routes/files';
+import { generateRoutes } from './routes/generate';
+import { historyRoutes } from './routes/history';
+import { modelRoutes } from './routes/models';
 import { healthRoutes } from './routes/health';
 import { keyRoutes } from './routes/keys';
 import { userRoutes } from './routes/user';
@@ -49,7 +53,8 @@ export function createApp(container: Container): Koa<AppState, AppCustom> {
     }),
   );
 
-  for (const router of [healthRoutes(), authRoutes(), userRoutes(), keyRoutes()]) {
+  const routers = [healthRoutes(), fileRoutes(), authRoutes(), userRoutes(), historyRoutes(), keyRoutes(), modelRoutes(), generateRoutes()];
+  for (const router of routers) {
     app.use(router.routes());
     app.use(router.allowedMethods({ throw: true }));
   }

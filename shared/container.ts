@@ -10,6 +10,18 @@ import { MessengerLogin } from './auth/messenger-login';
 import { PasswordAccounts } from './auth/password-accounts';
 import { Sessions } from './auth/sessions';
 import { Users } from './accounts/users';
+import { Catalog, loadCatalogFile } from './catalog';
+import { History } from './generation/history';
+import { MediaInputs } from './generation/media-inputs';
+import { GenerationRunner } from './generation/runner';
+import { Generations } from './generation/service';
+import { ProviderRegistry } from './providers/registry';
+import type { ProviderAdapter } from './providers/types';
+import { BeeQueueBackend } from './queue/bee';
+import { InProcessQueue } from './queue/in-process';
+import type { Queue } from './queue/types';
+import { LocalDiskStorage, Storage } from './storage';
+import path from 'node:path';
 import { Clock, systemClock } from './clock';
 import type { Config } from './config';
 import { Database } from './db/database';
@@ -37,6 +49,13 @@ export interface Container {
   apiKeys: ApiKeys;
   generationLimiter: GenerationLimiter;
   authLimiter: AuthLimiter;
+  catalog: Catalog;
+  providers: ProviderRegistry;
+  storage: Storage;
+  queue: Queue;
+  runner: GenerationRunner;
+  generations: Generations;
+  history: History;
   close(): Promise<void>;
 }
 
@@ -49,6 +68,15 @@ export interface ContainerOptions {
   fetch?: typeof fetch;
   /** An already open DataSource (tests share one per file). */
   dataSource?: DataSource;
+  /** Provider adapters beside the configured ones (tests register their fakes here). */
+  providers?: ProviderAdapter[];
+  /** Whether this process runs jobs: decides how a Redis queue is opened. */
+  processesJobs?: boolean;
+}
+
+/** The provider adapters this deployment has: the built-in local one, and upstreams with a key or base URL. */
+function configuredProviders(_config: Config): ProviderAdapter[] {
+  return [];
 }
 
 export async function buildContainer(config: Config, options: ContainerOptions): Promise<Container> {
@@ -72,6 +100,17 @@ export async function buildContainer(config: Config, options: ContainerOptions):
   const generationLimiter = new GenerationLimiter(redis, config.redisPrefix);
   const authLimiter = new AuthLimiter(redis, config.redisPrefix, config.authLimits);
 
+  const providers = new ProviderRegistry([...configuredProviders(config), ...(options.providers ?? [])]);
+  const catalog = new Catalog(loadCatalogFile(config.productFiles.catalog), plans, (name, category) => providers.canServe(name, category));
+  const storage = new LocalDiskStorage(path.join(config.dataDir, 'files'));
+  const queue: Queue = config.redisUrl
+    ? new BeeQueueBackend(config.redisUrl, config.redisPrefix, log, options.processesJobs ?? false)
+    : new InProcessQueue(log);
+  const inputs = new MediaInputs(config.publicBaseUrl, storage, config.urlFetchAllow);
+  const runner = new GenerationRunner(db, catalog, providers, storage, inputs, clock, log);
+  const generations = new Generations(db, catalog, plans, generationLimiter, queue, runner, storage, clock, config.contentPolicyBlocklist, log);
+  const history = new History(db, generations, storage, clock);
+
   return {
     config,
     log,
@@ -89,7 +128,15 @@ export async function buildContainer(config: Config, options: ContainerOptions):
     apiKeys,
     generationLimiter,
     authLimiter,
+    catalog,
+    providers,
+    storage,
+    queue,
+    runner,
+    generations,
+    history,
     async close() {
+      await queue.close();
       mailer.close();
       if (redis) await redis.quit().catch(() => redis.disconnect());
       if (!options.dataSource) await db.close();

@@ -47,6 +47,8 @@ export function setRateLimitHeaders(ctx: AppContext, snapshot: LimitSnapshot): v
 }
 
 export async function requireAuth(ctx: AppContext, next: Next): Promise<void> {
+  // Routers sharing a prefix may each ask; the first one authenticated the request.
+  if (ctx.state.caller) return next();
   const caller = await authenticate(ctx, bearerToken(ctx));
   ctx.state.caller = caller;
   setRateLimitHeaders(ctx, await ctx.container.generationLimiter.snapshot(caller.user.id, caller.plan));

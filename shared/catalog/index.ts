@@ -75,7 +75,8 @@ export class Catalog {
   constructor(
     models: CatalogModel[],
     private readonly plans: PlanTable,
-    private readonly isProviderConfigured: (provider: string) => boolean,
+    /** Whether a provider is configured here and can serve the category. */
+    private readonly canServe: (provider: string, category: Category) => boolean,
   ) {
     for (const model of models) {
       const range = priceRange(model);
@@ -89,7 +90,7 @@ export class Catalog {
 
   /** True when the model's provider, or one of its fallbacks, is configured here. */
   isOffered(model: CatalogModel): boolean {
-    return this.isProviderConfigured(model.provider) || model.fallbacks.some((f) => this.isProviderConfigured(f.provider));
+    return this.canServe(model.provider, model.category) || model.fallbacks.some((f) => this.canServe(f.provider, model.category));
   }
 
   /** The offered model for a slug or alias, or undefined. */

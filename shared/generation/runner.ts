@@ -186,6 +186,59 @@ export class GenerationRunner {
     }
   }
 
+  /**
+   * Streams a text generation: yields deltas as the provider sends them, then completes (charging
+   * once) or fails. If `signal` aborts (the client went away) the provider call stops and the
+   * generation fails uncharged: nobody received it whole.
+   */
+  async *streamText(generation: Generation, model: CatalogModel, signal: AbortSignal): AsyncGenerator<string, Generation> {
+    const deadline = AbortSignal.timeout(model.timeoutSeconds * 1000);
+    const combined = AbortSignal.any([deadline, signal]);
+    const input = await readInput(generation, this.storage);
+    const candidate = this.candidates(model)[0];
+    let content = '';
+    let usage: Usage | null = null;
+    try {
+      if (!candidate?.adapter.text) throw new ProviderError('unavailable', `no provider is configured for ${model.slug}`);
+      const chunks = candidate.adapter.text.stream(
+        {
+          upstreamModel: candidate.upstreamModel,
+          messages: input.messages ?? [],
+          temperature: typeof input.params.temperature === 'number' ? input.params.temperature : 0.7,
+          maxTokens: typeof input.params.max_tokens === 'number' ? input.params.max_tokens : null,
+          maxContext: typeof model.config.max_context === 'number' ? model.config.max_context : null,
+        },
+        { signal: combined },
+      );
+      for await (const chunk of chunks) {
+        if (combined.aborted) break;
+        if ('delta' in chunk) {
+          if (chunk.delta) {
+            content += chunk.delta;
+            yield chunk.delta;
+          }
+        } else {
+          usage = chunk.usage;
+        }
+      }
+      if (signal.aborted) throw new ProviderError('timeout', 'Client disconnected before the end of the stream');
+      if (combined.aborted) throw new ProviderError('timeout', 'The model did not answer in time');
+      await this.complete(generation, {
+        provider: candidate.adapter.name,
+        resultText: content,
+        file: null,
+        thumbnail: null,
+        metadata: {},
+        usage: usage ?? { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
+        seed: null,
+      });
+    } catch (error) {
+      await this.fail(generation.id, failureMessage(error, combined));
+      if (!(error instanceof ProviderError) && !combined.aborted) this.log.error({ err: error, generationId: generation.id }, 'stream failed');
+    }
+    return this.db.repo(Generation).findOneByOrFail({ id: generation.id });
+  }
+
   /** The `generation.run` job: idempotent, and only one runner holds a row at a time (a lease). */
   async runJob(generationId: number, context: JobContext): Promise<void> {
     const now = this.clock();

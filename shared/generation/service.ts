@@ -16,6 +16,7 @@ import type { Queue } from '../queue/types';
 import type { Storage } from '../storage';
 import { holdTokens } from '../billing/holds';
 import { GenerateRequest, GenerationInput, normalizeInput, userTexts } from './input';
+import { normalizeParams } from './params';
 import { CANCELLED, GenerationRunner } from './runner';
 import { serializeInput } from './stored-input';
 
@@ -91,6 +92,15 @@ export class Generations {
   quote(model: CatalogModel, request: GenerateRequest): { input: GenerationInput; price: number } {
     const input = normalizeInput(model, request);
     return { input, price: priceOf(model, input.params) };
+  }
+
+  /**
+   * The price of a request's params alone (calculate-price): params are validated and defaults
+   * filled, but the prompt or messages a real request needs are not required.
+   */
+  quoteParams(model: CatalogModel, request: GenerateRequest): { params: Record<string, unknown>; price: number } {
+    const params = normalizeParams(model, request.topLevel, request.params ?? {});
+    return { params, price: priceOf(model, params) };
   }
 
   private violatesPolicy(input: GenerationInput): boolean {

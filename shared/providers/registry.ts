@@ -13,6 +13,12 @@ export class ProviderRegistry {
     return this.adapters.has(name);
   }
 
+  /** True when the provider is configured and has the capability the category needs. */
+  canServe(name: string, category: Category): boolean {
+    const adapter = this.adapters.get(name);
+    return adapter !== undefined && adapter[capabilityFor(category)] !== undefined;
+  }
+
   names(): string[] {
     return [...this.adapters.keys()];
   }

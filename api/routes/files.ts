@@ -1,0 +1,44 @@
+/**
+ * Generated files at their unguessable URLs: the right content type, Content-Length, and byte
+ * ranges (players seek in video and audio). A deleted or expired file is 404.
+ */
+import Router from '@koa/router';
+import { AppError } from '../../shared/errors';
+import { isValidKey } from '../../shared/storage';
+import { AppCustom, AppState } from '../context';
+
+export function fileRoutes(): Router<AppState, AppCustom> {
+  const router = new Router<AppState, AppCustom>();
+
+  router.get('/files/:a/:b/:c/:name', async (ctx) => {
+    const key = `${ctx.params.a}/${ctx.params.b}/${ctx.params.c}/${ctx.params.name}`;
+    if (!isValidKey(key) || key.startsWith('inputs/')) throw new AppError('not_found');
+    const stat = await ctx.container.storage.stat(key);
+    if (!stat) throw new AppError('not_found');
+    ctx.set('Accept-Ranges', 'bytes');
+    ctx.set('Cache-Control', 'private, max-age=86400');
+    ctx.type = stat.contentType;
+    const range = /^bytes=(\d*)-(\d*)$/.exec(ctx.get('range'));
+    if (range && (range[1] || range[2])) {
+      let start = range[1] ? Number(range[1]) : stat.size - Number(range[2]);
+      let end = range[1] && range[2] ? Number(range[2]) : stat.size - 1;
+      start = Math.max(0, start);
+      end = Math.min(end, stat.size - 1);
+      if (start > end || start >= stat.size) {
+        ctx.status = 416;
+        ctx.set('Content-Range', `bytes */${stat.size}`);
+        ctx.body = { detail: 'Range not satisfiable', code: 'range_not_satisfiable' };
+        return;
+      }
+      ctx.status = 206;
+      ctx.set('Content-Range', `bytes ${start}-${end}/${stat.size}`);
+      ctx.length = end - start + 1;
+      ctx.body = ctx.container.storage.read(key, { start, end });
+      return;
+    }
+    ctx.length = stat.size;
+    ctx.body = ctx.container.storage.read(key);
+  });
+
+  return router;
+}

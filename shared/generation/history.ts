@@ -1,0 +1,96 @@
+/**
+ * History (spec 4.8): the caller's generations with filters and paging; favorite, rate, delete.
+ * Deleting hides the row (the ledger keeps referring to it) and removes its files.
+ */
+import { IsNull } from 'typeorm';
+import type { Category } from '../catalog/types';
+import type { Clock } from '../clock';
+import type { Database } from '../db/database';
+import { Generation, GenerationStatus, LedgerEntry } from '../db/entities';
+import { AppError } from '../errors';
+import type { Storage } from '../storage';
+import type { Generations } from './service';
+import { inputRef } from './stored-input';
+
+export interface HistoryFilter {
+  page: number;
+  limit: number;
+  /** One category, or several (`type=audio` means tts, stt and music). */
+  categories?: Category[];
+  modelSlug?: string;
+  status?: GenerationStatus;
+  favoritesOnly?: boolean;
+}
+
+export interface Page<T> {
+  items: T[];
+  total: number;
+  page: number;
+  limit: number;
+  pages: number;
+}
+
+export class History {
+  constructor(
+    private readonly db: Database,
+    private readonly generations: Generations,
+    private readonly storage: Storage,
+    private readonly clock: Clock,
+  ) {}
+
+  async list(userId: number, filter: HistoryFilter): Promise<Page<Generation>> {
+    const qb = this.db
+      .repo(Generation)
+      .createQueryBuilder('g')
+      .where('g.user_id = :userId', { userId })
+      .andWhere('g.hidden_at IS NULL');
+    if (filter.categories?.length) qb.andWhere('g.category IN (:...categories)', { categories: filter.categories });
+    if (filter.modelSlug) qb.andWhere('g.model_slug = :slug', { slug: filter.modelSlug });
+    if (filter.status) qb.andWhere('g.status = :status', { status: filter.status });
+    if (filter.favoritesOnly) qb.andWhere('g.is_favorited = :fav', { fav: true });
+    const [items, total] = await qb
+      .orderBy('g.id', 'DESC')
+      .skip((filter.page - 1) * filter.limit)
+      .take(filter.limit)
+      .getManyAndCount();
+    return { items, total, page: filter.page, limit: filter.limit, pages: Math.max(1, Math.ceil(total / filter.limit)) };
+  }
+
+  async toggleFavorite(userId: number, id: number): Promise<{ id: number; isFavorited: boolean }> {
+    return this.db.transaction(async (em) => {
+      const row = await em.getRepository(Generation).findOneBy({ id, userId, hiddenAt: IsNull() });
+      if (!row) throw new AppError('not_found');
+      await em.getRepository(Generation).update({ id }, { isFavorited: !row.isFavorited });
+      return { id, isFavorited: !row.isFavorited };
+    });
+  }
+
+  async rate(userId: number, id: number, rating: number): Promise<{ id: number; userRating: number }> {
+    return this.db.transaction(async (em) => {
+      const result = await em.getRepository(Generation).update({ id, userId, hiddenAt: IsNull() }, { userRating: rating });
+      if (result.affected !== 1) throw new AppError('not_found');
+      return { id, userRating: rating };
+    });
+  }
+
+  /** Hides the generation and removes its files; a pending one is cancelled first. */
+  async delete(userId: number, id: number): Promise<void> {
+    const row = await this.generations.get(userId, id);
+    if (row.status === 'pending') await this.generations.cancel(userId, id);
+    const current = await this.db.repo(Generation).findOneByOrFail({ id });
+    await this.db.transaction((em) =>
+      em.getRepository(Generation).update({ id }, { hiddenAt: this.clock(), resultKey: null, thumbnailKey: null }),
+    );
+    for (const key of [current.resultKey, current.thumbnailKey, inputRef(current)]) if (key) await this.storage.delete(key);
+  }
+
+  async ledger(userId: number, page: number, limit: number): Promise<Page<LedgerEntry>> {
+    const [items, total] = await this.db.repo(LedgerEntry).findAndCount({
+      where: { userId },
+      order: { id: 'DESC' },
+      skip: (page - 1) * limit,
+      take: limit,
+    });
+    return { items, total, page, limit, pages: Math.max(1, Math.ceil(total / limit)) };
+  }
+}
