@@ -58,6 +58,8 @@ export async function createDataSource(database: DatabaseConfig): Promise<DataSo
     migrations,
     migrationsTableName: 'schema_migrations',
     timezone: 'Z',
+    // No gap locks: concurrent inserts of generations and ledger rows do not deadlock each other.
+    isolationLevel: 'READ COMMITTED',
     charset: 'utf8mb4_unicode_ci',
     supportBigNumbers: true,
     bigNumberStrings: false,

@@ -25,11 +25,24 @@ export class Database {
   }
 
   transaction<T>(work: (em: EntityManager) => Promise<T>): Promise<T> {
-    if (this.dialect === 'mysql') return this.source.transaction(work);
+    if (this.dialect === 'mysql') return this.mysqlTransaction(work);
     const run = this.writeQueue.then(() => this.source.transaction(work));
     // The queue continues whether this transaction commits or fails.
     this.writeQueue = run.catch(() => undefined);
     return run;
+  }
+
+  /** MySQL may pick a transaction as a deadlock victim; the whole of it is rolled back and retried. */
+  private async mysqlTransaction<T>(work: (em: EntityManager) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.source.transaction(work);
+      } catch (error) {
+        const code = (error as { code?: string }).code ?? (error as { driverError?: { code?: string } }).driverError?.code;
+        if (attempt >= 5 || (code !== 'ER_LOCK_DEADLOCK' && code !== 'ER_LOCK_WAIT_TIMEOUT')) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 5 * attempt + Math.random() * 20));
+      }
+    }
   }
 
   /**

@@ -8,7 +8,7 @@ import type { CatalogModel } from '../catalog/types';
 import type { Clock } from '../clock';
 import { addSeconds } from '../clock';
 import type { Database } from '../db/database';
-import { Generation } from '../db/entities';
+import { Generation, User } from '../db/entities';
 import { captureHold, releaseHold } from '../billing/holds';
 import type { Logger } from '../log';
 import type { ProviderRegistry } from '../providers/registry';
@@ -101,6 +101,8 @@ export class GenerationRunner {
       : null;
     const now = this.clock();
     const won = await this.db.transaction(async (em) => {
+      // Lock order everywhere: the user row first, then the generation (as acceptance does).
+      await this.db.lockOne(em, User, generation.userId);
       const result = await em
         .createQueryBuilder()
         .update(Generation)
@@ -143,7 +145,8 @@ export class GenerationRunner {
     const now = this.clock();
     const ended = await this.db.transaction(async (em) => {
       const row = await em.getRepository(Generation).findOneBy({ id: generationId });
-      if (!row) return null;
+      if (!row || row.status !== 'pending') return null;
+      await this.db.lockOne(em, User, row.userId);
       const result = await em
         .createQueryBuilder()
         .update(Generation)

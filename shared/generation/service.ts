@@ -129,9 +129,11 @@ export class Generations {
     const now = this.clock();
     const userId = caller.user.id;
 
+    let staleKeyRow: number | null = null;
     if (options.idempotencyKey) {
       const existing = await this.findIdempotent(userId, options.idempotencyKey);
       if (existing && now.getTime() - existing.createdAt.getTime() < IDEMPOTENCY_WINDOW_MS) return this.replayOf(existing, options, model);
+      staleKeyRow = existing?.id ?? null;
     }
 
     const limit = await this.limiter.consume(userId, caller.plan);
@@ -146,9 +148,9 @@ export class Generations {
     let generation: Generation;
     try {
       generation = await this.db.transaction(async (em) => {
-        if (options.idempotencyKey) {
+        if (staleKeyRow !== null) {
           // A key older than the window may be used again: the old row lets go of it.
-          await em.getRepository(Generation).update({ userId, idempotencyKey: options.idempotencyKey }, { idempotencyKey: null });
+          await em.getRepository(Generation).update({ id: staleKeyRow }, { idempotencyKey: null });
         }
         if (!(await holdTokens(em, userId, price))) throw new AppError('insufficient_tokens');
         const repo = em.getRepository(Generation);

@@ -9,6 +9,9 @@ import type TestAgent from 'supertest/lib/agent';
 import { createApp } from '../../api/app';
 import { loadConfig } from '../../shared/config';
 import { buildContainer, Container } from '../../shared/container';
+import { startWorker } from '../../shared/jobs/worker';
+import type { Stoppable } from '../../shared/lifecycle';
+import type { ProviderAdapter } from '../../shared/providers/types';
 import { TestClock } from './clock';
 import { Mailbox } from './mailbox';
 import { freshStores, TestStores } from './stores';
@@ -23,14 +26,28 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-export async function startTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+export interface TestAppOptions {
+  /** Extra provider adapters (fakes). */
+  providers?: ProviderAdapter[];
+  /** Run queued jobs in this process too (in-process queue, or a bee-queue worker on Redis). */
+  worker?: boolean;
+}
+
+export async function startTestApp(env: Record<string, string> = {}, options: TestAppOptions = {}): Promise<TestApp> {
   const stores = await freshStores();
   // Auth limits are off unless a test asks for them (they would trip on factories).
   const defaults = { AUTH_LOGIN_LIMIT_PER_MINUTE: '0', AUTH_REGISTER_LIMIT_PER_MINUTE: '0', AUTH_FORGOT_LIMIT_PER_HOUR: '0' };
   const config = loadConfig({ ...stores.env, ...defaults, ...env });
   const clock = new TestClock();
   const mailbox = new Mailbox();
-  const container = await buildContainer(config, { migrate: true, clock: clock.now, mailer: mailbox });
+  const container = await buildContainer(config, {
+    migrate: true,
+    clock: clock.now,
+    mailer: mailbox,
+    providers: options.providers,
+    processesJobs: options.worker ?? false,
+  });
+  const worker: Stoppable | null = options.worker ? await startWorker(container) : null;
   const server = http.createServer(createApp(container).callback());
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
   return {
@@ -41,7 +58,9 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
     server,
     http: () => supertest(server),
     async close() {
+      server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      await worker?.stop();
       await container.close();
       await stores.cleanup();
     },
@@ -49,10 +68,10 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
 }
 
 /** Starts one app for the enclosing describe/file and closes it afterwards. */
-export function useTestApp(env: Record<string, string> = {}): { readonly app: TestApp } {
+export function useTestApp(env: Record<string, string> = {}, options: TestAppOptions = {}): { readonly app: TestApp } {
   const holder: { app?: TestApp } = {};
   beforeAll(async () => {
-    holder.app = await startTestApp(env);
+    holder.app = await startTestApp(env, options);
   });
   afterAll(async () => {
     await holder.app?.close();

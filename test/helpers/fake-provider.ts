@@ -1,0 +1,142 @@
+/**
+ * A controllable in-process provider for pipeline tests: each call takes the next scripted
+ * behaviour (succeed, refuse, fail transiently, hang, be slow), defaulting to success.
+ */
+import type {
+  CallOptions,
+  ImageRequest,
+  ImageResult,
+  ProviderAdapter,
+  TextChunk,
+  TextRequest,
+  TextResult,
+  VideoRequest,
+  VideoResult,
+} from '../../shared/providers/types';
+import { ProviderError } from '../../shared/providers/types';
+
+export type Behaviour =
+  | { kind: 'succeed'; delayMs?: number }
+  | { kind: 'refuse'; message: string }
+  | { kind: 'unavailable'; message?: string }
+  | { kind: 'rate_limited'; retryAfterMs?: number }
+  | { kind: 'hang' }
+  | { kind: 'crash' };
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason as Error);
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => {
+      clearTimeout(timer);
+      reject(signal.reason as Error);
+    }, { once: true });
+  });
+}
+
+// A 1×1 transparent PNG: real bytes for the image and thumbnail files.
+const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==', 'base64');
+
+export class FakeProvider {
+  readonly calls: Array<{ capability: string; request: unknown }> = [];
+  private readonly script: Behaviour[] = [];
+  /** Text the fake answers with; the words are streamed one by one. */
+  reply = 'Hello from the fake model';
+
+  constructor(readonly name = 'fake') {}
+
+  next(...behaviours: Behaviour[]): this {
+    this.script.push(...behaviours);
+    return this;
+  }
+
+  reset(): void {
+    this.script.length = 0;
+    this.calls.length = 0;
+    this.reply = 'Hello from the fake model';
+  }
+
+  private async behave(options: CallOptions): Promise<void> {
+    const behaviour = this.script.shift() ?? { kind: 'succeed' };
+    switch (behaviour.kind) {
+      case 'succeed':
+        if (behaviour.delayMs) await sleep(behaviour.delayMs, options.signal);
+        return;
+      case 'refuse':
+        throw new ProviderError('refused', behaviour.message);
+      case 'unavailable':
+        throw new ProviderError('unavailable', behaviour.message ?? 'upstream is down');
+      case 'rate_limited':
+        throw new ProviderError('rate_limited', 'upstream rate limit', behaviour.retryAfterMs);
+      case 'hang':
+        await sleep(3_600_000, options.signal);
+        return;
+      case 'crash':
+        throw new Error('fake provider bug');
+    }
+  }
+
+  adapter(): ProviderAdapter {
+    return {
+      name: this.name,
+      text: {
+        complete: async (request: TextRequest, options: CallOptions): Promise<TextResult> => {
+          this.calls.push({ capability: 'text', request });
+          await this.behave(options);
+          const words = this.reply.split(' ').length;
+          return { content: this.reply, usage: { prompt_tokens: 3, completion_tokens: words, total_tokens: 3 + words } };
+        },
+        stream: (request: TextRequest, options: CallOptions): AsyncIterable<TextChunk> => {
+          this.calls.push({ capability: 'text.stream', request });
+          const behave = () => this.behave(options);
+          const words = this.reply.split(' ');
+          return (async function* () {
+            await behave();
+            for (let i = 0; i < words.length; i++) {
+              await sleep(5, options.signal);
+              yield { delta: (i === 0 ? '' : ' ') + words[i] };
+            }
+            yield { usage: { prompt_tokens: 3, completion_tokens: words.length, total_tokens: 3 + words.length } };
+          })();
+        },
+      },
+      image: {
+        generate: async (request: ImageRequest, options: CallOptions): Promise<ImageResult> => {
+          this.calls.push({ capability: 'image', request });
+          await this.behave(options);
+          return { file: { bytes: PNG, contentType: 'image/png', extension: 'png' }, width: request.width, height: request.height, seed: request.seed };
+        },
+      },
+      video: {
+        generate: async (request: VideoRequest, options: CallOptions): Promise<VideoResult> => {
+          this.calls.push({ capability: 'video', request });
+          options.onProgress?.(50);
+          await this.behave(options);
+          return {
+            file: { bytes: Buffer.from('fake mp4 bytes'), contentType: 'video/mp4', extension: 'mp4' },
+            thumbnail: { bytes: PNG, contentType: 'image/png', extension: 'png' },
+            width: 1280,
+            height: 720,
+            durationSeconds: request.durationSeconds,
+          };
+        },
+      },
+    };
+  }
+}
+
+/** A provider that is always down, for fallback tests. */
+export function downProvider(name = 'down'): ProviderAdapter {
+  const fail = async (): Promise<never> => {
+    throw new ProviderError('unavailable', `${name} is down`);
+  };
+  return {
+    name,
+    text: {
+      complete: fail,
+      stream: () => ({
+        [Symbol.asyncIterator]: () => ({ next: fail }),
+      }),
+    },
+  };
+}
