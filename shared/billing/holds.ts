@@ -4,9 +4,7 @@
  * concurrent requests can never reserve more than the balance, on SQLite and MySQL alike.
  */
 import type { EntityManager } from 'typeorm';
-import type { Database } from '../db/database';
-import { User } from '../db/entities';
-import { applyBalanceChange } from './balance';
+import { LedgerEntry, User } from '../db/entities';
 
 /** Reserves `price` tokens; false when the free balance (tokens minus holds) cannot cover it. */
 export async function holdTokens(em: EntityManager, userId: number, price: number): Promise<boolean> {
@@ -32,12 +30,13 @@ export async function releaseHold(em: EntityManager, userId: number, price: numb
 }
 
 /**
- * Charges a held price: subscription tokens first, then bonus tokens (decisions.md "Plans"), one
- * ledger row. Returns what was charged (the price, unless an operator correction took tokens
- * from under the hold, in which case what was left).
+ * Charges a held price: subscription tokens first, then bonus tokens (decisions.md "Plans"). The
+ * user row is read locked (FOR UPDATE on MySQL; SQLite writers are serialized), then one UPDATE
+ * takes the tokens, drops the hold and counts the period's usage, and one ledger row records it,
+ * so the row stays locked for three statements. Returns what was charged: the price, unless an
+ * operator correction took tokens from under the hold, in which case what was left.
  */
 export async function captureHold(
-  db: Database,
   em: EntityManager,
   userId: number,
   price: number,
@@ -45,26 +44,32 @@ export async function captureHold(
   now: Date,
 ): Promise<number> {
   if (price <= 0) return 0;
-  const user = await db.lockOne(em, User, userId);
-  if (!user) return 0;
-  const fromSubscription = Math.min(price, Math.max(0, user.subscriptionTokens));
-  const fromBonus = Math.min(price - fromSubscription, Math.max(0, user.bonusTokens));
+  const sqlite = em.connection.options.type === 'better-sqlite3';
+  const [before] = (await em.query(
+    `SELECT subscription_tokens AS s, bonus_tokens AS b FROM users WHERE id = ?${sqlite ? '' : ' FOR UPDATE'}`,
+    [userId],
+  )) as Array<{ s: number; b: number }>;
+  if (!before) return 0;
+  const fromSubscription = Math.min(price, Math.max(0, Number(before.s)));
+  const fromBonus = Math.min(price - fromSubscription, Math.max(0, Number(before.b)));
   const charged = fromSubscription + fromBonus;
-  await releaseHold(em, userId, price);
+  await em.query(
+    `UPDATE users SET subscription_tokens = subscription_tokens - ?, bonus_tokens = bonus_tokens - ?,
+       held_tokens = CASE WHEN held_tokens >= ? THEN held_tokens - ? ELSE 0 END,
+       tokens_used_this_period = tokens_used_this_period + ? WHERE id = ?`,
+    [fromSubscription, fromBonus, price, price, charged, userId],
+  );
   if (charged > 0) {
-    const entry = await applyBalanceChange(
-      em,
+    await em.getRepository(LedgerEntry).insert({
       userId,
-      { subscriptionDelta: -fromSubscription, bonusDelta: -fromBonus, reason: 'generation', generationId },
-      now,
-    );
-    if (!entry) throw new Error(`capture of generation ${generationId} could not be applied`);
-    await em
-      .createQueryBuilder()
-      .update(User)
-      .set({ tokensUsedThisPeriod: () => `tokens_used_this_period + ${charged}` })
-      .where('id = :userId', { userId })
-      .execute();
+      amount: -charged,
+      reason: 'generation',
+      generationId,
+      subscriptionAfter: Number(before.s) - fromSubscription,
+      bonusAfter: Number(before.b) - fromBonus,
+      note: null,
+      createdAt: now,
+    });
   }
   return charged;
 }

@@ -8,7 +8,7 @@ import type { CatalogModel } from '../catalog/types';
 import type { Clock } from '../clock';
 import { addSeconds } from '../clock';
 import type { Database } from '../db/database';
-import { Generation, User } from '../db/entities';
+import { Generation } from '../db/entities';
 import { captureHold, releaseHold } from '../billing/holds';
 import type { Logger } from '../log';
 import type { ProviderRegistry } from '../providers/registry';
@@ -33,6 +33,13 @@ export interface Outcome {
 export type GenerationEndListener = (generation: Generation) => void;
 
 export const CANCELLED = 'Cancelled';
+
+/**
+ * A runner holds a row for this long and renews the lease while it works, so a crashed worker's
+ * row is free again within a minute for the recovery sweep to re-enqueue.
+ */
+export const LEASE_SECONDS = 60;
+const LEASE_RENEW_MS = 20_000;
 
 export class GenerationRunner {
   private readonly endListeners: GenerationEndListener[] = [];
@@ -101,8 +108,6 @@ export class GenerationRunner {
       : null;
     const now = this.clock();
     const won = await this.db.transaction(async (em) => {
-      // Lock order everywhere: the user row first, then the generation (as acceptance does).
-      await this.db.lockOne(em, User, generation.userId);
       const result = await em
         .createQueryBuilder()
         .update(Generation)
@@ -125,7 +130,7 @@ export class GenerationRunner {
         .andWhere('status = :pending', { pending: 'pending' })
         .execute();
       if (result.affected !== 1) return false;
-      const charged = await captureHold(this.db, em, generation.userId, generation.price, generation.id, now);
+      const charged = await captureHold(em, generation.userId, generation.price, generation.id, now);
       await em.getRepository(Generation).update({ id: generation.id }, { tokensSpent: charged });
       return true;
     });
@@ -146,7 +151,7 @@ export class GenerationRunner {
     const ended = await this.db.transaction(async (em) => {
       const row = await em.getRepository(Generation).findOneBy({ id: generationId });
       if (!row || row.status !== 'pending') return null;
-      await this.db.lockOne(em, User, row.userId);
+      // Generation row first, then the user row: the order completion uses too.
       const result = await em
         .createQueryBuilder()
         .update(Generation)
@@ -257,7 +262,7 @@ export class GenerationRunner {
         .createQueryBuilder()
         .update(Generation)
         .set({
-          leaseUntil: addSeconds(now, model.timeoutSeconds + 60),
+          leaseUntil: addSeconds(now, LEASE_SECONDS),
           attempts: () => 'attempts + 1',
           startedAt: generation.startedAt ?? now,
           updatedAt: now,
@@ -271,6 +276,14 @@ export class GenerationRunner {
     const deadline = AbortSignal.timeout(model.timeoutSeconds * 1000);
     const signal = AbortSignal.any([deadline, context.signal]);
     let lastProgress = 0;
+    const heartbeat = setInterval(() => {
+      void this.db
+        .transaction((em) =>
+          em.getRepository(Generation).update({ id: generationId, status: 'pending' }, { leaseUntil: addSeconds(this.clock(), LEASE_SECONDS) }),
+        )
+        .catch(() => undefined);
+    }, LEASE_RENEW_MS);
+    heartbeat.unref();
     try {
       const outcome = await this.execute(generation, model, {
         signal,
@@ -292,6 +305,8 @@ export class GenerationRunner {
       }
       await this.fail(generationId, failureMessage(error, signal));
       if (!(error instanceof ProviderError)) this.log.error({ err: error, generationId }, 'generation job failed');
+    } finally {
+      clearInterval(heartbeat);
     }
   }
 
@@ -318,7 +333,7 @@ export class GenerationRunner {
       const model = this.catalog.find(row.modelSlug);
       if (model && !model.sync) requeue.push(row.id);
       // A synchronous run belongs to its request; past its timeout, the request is gone.
-      else if (!model || now.getTime() - row.createdAt.getTime() > (model.timeoutSeconds + 60) * 1000) abandoned.push(row.id);
+      else if (!model || now.getTime() - row.createdAt.getTime() > (model.timeoutSeconds + LEASE_SECONDS) * 1000) abandoned.push(row.id);
     }
     return { requeue, abandoned };
   }

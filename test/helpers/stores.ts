@@ -22,15 +22,18 @@ export interface TestStores {
   cleanup(): Promise<void>;
 }
 
-export async function freshStores(): Promise<TestStores> {
+export async function freshStores(
+  kind: StoreKind = storeKind(),
+  servers: { DATABASE_URL?: string; REDIS_URL?: string } = { DATABASE_URL: process.env.TEST_DATABASE_URL, REDIS_URL: process.env.TEST_REDIS_URL },
+): Promise<TestStores> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'gensvc-test-'));
   const env: Record<string, string> = { DATA_DIR: dataDir, LOG_LEVEL: 'silent' };
-  const kind = storeKind();
   let databaseUrl: string | undefined;
   let redisPrefix: string | undefined;
+  const redisServer = servers.REDIS_URL;
   if (kind === 'mysql-redis') {
-    const serverUrl = process.env.TEST_DATABASE_URL;
-    const redisUrl = process.env.TEST_REDIS_URL;
+    const serverUrl = servers.DATABASE_URL;
+    const redisUrl = servers.REDIS_URL;
     if (!serverUrl || !redisUrl) throw new Error('the mysql+redis project needs TEST_DATABASE_URL and TEST_REDIS_URL');
     databaseUrl = await createMysqlDatabase(serverUrl, 'gensvc_t');
     redisPrefix = `gensvc-test-${crypto.randomBytes(4).toString('hex')}`;
@@ -47,8 +50,8 @@ export async function freshStores(): Promise<TestStores> {
     dataDir,
     async cleanup() {
       if (databaseUrl) await dropMysqlDatabase(databaseUrl);
-      if (redisPrefix && process.env.TEST_REDIS_URL) {
-        const redis = new Redis(process.env.TEST_REDIS_URL);
+      if (redisPrefix && redisServer) {
+        const redis = new Redis(redisServer);
         try {
           let cursor = '0';
           do {

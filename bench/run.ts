@@ -1,0 +1,159 @@
+/**
+ * `npm run bench`: throughput and latency of the whole generate pipeline (auth, validation,
+ * pricing, limits, hold + insert, provider, capture, presenter) with an instant provider, beside
+ * a bare Koa handler returning the same JSON (the ceiling). Runs on the embedded stores, and on
+ * MySQL + Redis when BENCH_DATABASE_URL / BENCH_REDIS_URL (or the TEST_ ones) are set.
+ *
+ *   npm run bench                 # default 8 s per measurement
+ *   BENCH_SECONDS=20 npm run bench
+ */
+import http from 'node:http';
+import path from 'node:path';
+import autocannon from 'autocannon';
+import Koa from 'koa';
+import { createApp } from '../api/app';
+import { loadConfig } from '../shared/config';
+import { buildContainer, Container } from '../shared/container';
+import { Generation } from '../shared/db/entities';
+import { startWorker } from '../shared/jobs/worker';
+import { FakeProvider } from '../test/helpers/fake-provider';
+import { freshStores } from '../test/helpers/stores';
+
+const seconds = Number(process.env.BENCH_SECONDS ?? 8);
+const catalog = path.join(__dirname, '..', 'test', 'fixtures', 'catalog.json');
+
+interface LoadResult {
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+}
+
+async function listen(handler: http.RequestListener): Promise<{ server: http.Server; url: string }> {
+  const server = http.createServer(handler);
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const address = server.address();
+  if (!address || typeof address === 'string') throw new Error('no address');
+  return { server, url: `http://127.0.0.1:${address.port}` };
+}
+
+async function load(url: string, token: string, body: object, options: { connections: number; rate?: number }): Promise<LoadResult> {
+  const result = await autocannon({
+    url: `${url}/api/v2/generate`,
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+    body: JSON.stringify(body),
+    connections: options.connections,
+    duration: seconds,
+    overallRate: options.rate,
+  });
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.non2xx + result.errors + result.timeouts,
+  };
+}
+
+async function eliteToken(container: Container): Promise<string> {
+  const user = await container.db.transaction((em) =>
+    container.users.create(em, { name: 'bench', email: `bench-${Date.now()}@example.test`, plan: 'elite', identity: { kind: 'email', subject: `bench-${Date.now()}` } }),
+  );
+  await container.users.grantTokens(user.id, 100_000_000);
+  const { key, secret } = await container.apiKeys.create(user.id, 'bench');
+  void key;
+  return secret;
+}
+
+async function asyncThroughput(container: Container, url: string, token: string, count: number): Promise<number> {
+  const started = Date.now();
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 32 });
+  const ids: number[] = [];
+  let next = 0;
+  const submit = async (): Promise<void> => {
+    while (next < count) {
+      next++;
+      const response = await fetch(`${url}/api/v2/generate`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+        body: JSON.stringify({ model: 'fake-art', prompt: 'bench' }),
+      });
+      const body = (await response.json()) as { id: number };
+      ids.push(body.id);
+    }
+  };
+  await Promise.all(Array.from({ length: 32 }, submit));
+  agent.destroy();
+  const lastId = Math.max(...ids);
+  for (;;) {
+    const pending = await container.db.repo(Generation).countBy({ status: 'pending' });
+    if (pending === 0) break;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  void lastId;
+  return count / ((Date.now() - started) / 1000);
+}
+
+async function ceiling(sample: object): Promise<LoadResult> {
+  const app = new Koa();
+  const json = JSON.stringify(sample);
+  app.use(async (ctx) => {
+    ctx.type = 'application/json';
+    ctx.body = json;
+  });
+  const { server, url } = await listen(app.callback());
+  try {
+    return await load(url, 'x', { model: 'fake-text', prompt: 'hi' }, { connections: 50 });
+  } finally {
+    server.close();
+  }
+}
+
+async function benchStores(label: string, env: Record<string, string>): Promise<void> {
+  const stores = await freshStores(env.DATABASE_URL ? 'mysql-redis' : 'embedded', env);
+  const config = loadConfig({ ...stores.env, CATALOG_PATH: catalog, LOG_LEVEL: 'error' });
+  const fake = new FakeProvider('fake');
+  const container = await buildContainer(config, { migrate: true, providers: [fake.adapter()], processesJobs: true });
+  const worker = await startWorker(container);
+  const { server, url } = await listen(createApp(container).callback());
+  try {
+    const token = await eliteToken(container);
+    // Warm up connections, JIT and statement caches.
+    await load(url, token, { model: 'fake-text', prompt: 'warm up' }, { connections: 10 });
+    const sync = await load(url, token, { model: 'fake-text', prompt: 'hi' }, { connections: 50 });
+    const paced = await load(url, token, { model: 'fake-text', prompt: 'hi' }, { connections: 20, rate: 200 });
+    const sample = await (await fetch(`${url}/api/v2/generate`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify({ model: 'fake-text', prompt: 'hi' }) })).json();
+    const roof = await ceiling(sample as object);
+    const asyncRate = await asyncThroughput(container, url, token, 2000);
+    const row = (name: string, r: LoadResult) =>
+      `  ${name.padEnd(34)} ${r.rps.toFixed(0).padStart(7)}/s   p50 ${String(r.p50).padStart(4)} ms   p99 ${String(r.p99).padStart(4)} ms   errors ${r.errors}`;
+    console.log(`\n${label}`);
+    console.log(row('bare Koa handler (ceiling)', roof));
+    console.log(row('billed sync generations', sync) + `   ratio ${(sync.rps / roof.rps).toFixed(2)}`);
+    console.log(row('billed sync at 200 req/s', paced));
+    console.log(`  ${'async generations end to end'.padEnd(34)} ${asyncRate.toFixed(0).padStart(7)}/s`);
+  } finally {
+    server.close();
+    await worker.stop();
+    await container.close();
+    await stores.cleanup();
+  }
+}
+
+async function main(): Promise<void> {
+  console.log(`gensvc bench: ${seconds} s per measurement, 50 connections, instant provider, elite user`);
+  await benchStores('embedded (SQLite + in-process queue)', {});
+  const databaseUrl = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL;
+  const redisUrl = process.env.BENCH_REDIS_URL ?? process.env.TEST_REDIS_URL;
+  if (databaseUrl && redisUrl) await benchStores('MySQL + Redis (bee-queue)', { DATABASE_URL: databaseUrl, REDIS_URL: redisUrl });
+  else console.log('\n(set BENCH_DATABASE_URL and BENCH_REDIS_URL to measure MySQL + Redis too)');
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,132 @@
+/**
+ * No job is lost: a worker killed mid-job (bee-queue on Redis) leaves a stalled job that another
+ * worker finishes, once, charged once; on the embedded queue the recovery sweep at start re-runs
+ * pending rows whose lease has lapsed.
+ */
+import { ChildProcess, spawn } from 'node:child_process';
+import path from 'node:path';
+import { Generation, LedgerEntry } from '../shared/db/entities';
+import { buildJobTable } from '../shared/jobs/table';
+import { sweepPending } from '../shared/jobs/worker';
+import { User } from '../shared/db/entities';
+import { startTestApp, TestApp } from './helpers/app';
+import { FakeProvider } from './helpers/fake-provider';
+import { storeKind } from './helpers/stores';
+import { registerUser } from './helpers/users';
+
+const catalog = path.join(__dirname, 'fixtures/catalog.json');
+
+function startWorkerProcess(env: Record<string, string>, extra: Record<string, string>): { child: ChildProcess; waitFor: (text: string) => Promise<void> } {
+  const child = spawn(process.execPath, ['-r', '@swc-node/register', path.join(__dirname, 'helpers/worker-process.ts')], {
+    env: { ...process.env, ...env, ...extra, LOG_LEVEL: 'silent' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const waitFor = (text: string) =>
+    new Promise<void>((resolve, reject) => {
+      const started = Date.now();
+      const check = setInterval(() => {
+        if (output.includes(text)) {
+          clearInterval(check);
+          resolve();
+        } else if (Date.now() - started > 30_000 || child.exitCode !== null) {
+          clearInterval(check);
+          reject(new Error(`worker never printed ${text}: ${output}`));
+        }
+      }, 20);
+    });
+  return { child, waitFor };
+}
+
+async function waitForEnd(app: TestApp, id: number, timeoutMs: number): Promise<Generation> {
+  const started = Date.now();
+  for (;;) {
+    const row = await app.container.db.repo(Generation).findOneByOrFail({ id });
+    if (row.status !== 'pending' || Date.now() - started > timeoutMs) return row;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+const onRedis = storeKind() === 'mysql-redis';
+
+(onRedis ? describe : describe.skip)('a worker killed mid-job (bee-queue)', () => {
+  let app: TestApp;
+  const children: ChildProcess[] = [];
+
+  beforeAll(async () => {
+    // The API process only enqueues; the workers are separate processes.
+    app = await startTestApp({ CATALOG_PATH: catalog }, { providers: [new FakeProvider('fake').adapter()], worker: false });
+  });
+  afterAll(async () => {
+    for (const child of children) child.kill('SIGKILL');
+    await app.close();
+  });
+
+  it('is finished by another worker, once, and charged once', async () => {
+    const env = { ...app.stores.env, CATALOG_PATH: catalog };
+    const first = startWorkerProcess(env, { FAKE_FIRST: 'hang' });
+    children.push(first.child);
+    await first.waitFor('worker-ready');
+
+    const user = await registerUser(app);
+    const res = await app.http().post('/api/v2/generate').set('authorization', `Bearer ${user.accessToken}`).send({ model: 'fake-art', prompt: 'survive a crash' });
+    expect(res.body.status).toBe('pending');
+    await first.waitFor('calls:1');
+    first.child.kill('SIGKILL');
+
+    // The dead worker's lease lapses within a minute; move time past it rather than wait.
+    await app.container.db.transaction((em) => em.getRepository(Generation).update({ id: res.body.id }, { leaseUntil: new Date(Date.now() - 1000) }));
+    const second = startWorkerProcess(env, {});
+    children.push(second.child);
+    await second.waitFor('worker-ready');
+
+    const row = await waitForEnd(app, res.body.id, 40_000);
+    expect(row.status).toBe('completed');
+    expect(row.tokensSpent).toBe(6);
+    expect(await app.container.db.repo(LedgerEntry).countBy({ generationId: res.body.id })).toBe(1);
+    const me = await app.http().get('/api/v2/user/balance').set('authorization', `Bearer ${user.accessToken}`);
+    expect(me.body).toMatchObject({ token_balance: 44, held_tokens: 0 });
+  }, 60_000);
+});
+
+describe('the recovery sweep', () => {
+  let app: TestApp;
+  const fake = new FakeProvider('fake');
+
+  beforeAll(async () => {
+    app = await startTestApp({ CATALOG_PATH: catalog }, { providers: [fake.adapter()], worker: false });
+  });
+  afterAll(async () => {
+    await app.close();
+  });
+
+  it('re-enqueues pending asynchronous rows and fails abandoned synchronous ones', async () => {
+    const user = await registerUser(app);
+    const auth = ['authorization', `Bearer ${user.accessToken}`] as const;
+    // Accepted while no worker runs: the row waits, as after a crash of the in-process queue.
+    const pending = await app.http().post('/api/v2/generate').set(...auth).send({ model: 'fake-art', prompt: 'left behind' });
+    expect(pending.body.status).toBe('pending');
+    // A synchronous row whose request died long ago (its process crashed mid-call).
+    const accepted = await app.container.generations.accept(
+      { user: (await app.container.users.getById(user.id)), plan: app.container.plans.get('free') },
+      { model: 'fake-text', prompt: 'orphan', topLevel: {} },
+      { source: 'api' },
+    );
+    app.clock.advance(3600);
+
+    const result = await sweepPending(app.container);
+    expect(result).toEqual({ requeued: 1, abandoned: 1 });
+    const orphan = await app.container.db.repo(Generation).findOneByOrFail({ id: accepted.generation.id });
+    expect(orphan).toMatchObject({ status: 'failed', tokensSpent: 0 });
+
+    if (app.container.queue.kind === 'in-process') {
+      app.container.queue.startProcessing(buildJobTable(app.container));
+      const row = await waitForEnd(app, pending.body.id, 10_000);
+      expect(row).toMatchObject({ status: 'completed', tokensSpent: 6 });
+    }
+    const row = await app.container.db.repo(User).findOneByOrFail({ id: user.id });
+    expect(row.heldTokens).toBe(app.container.queue.kind === 'in-process' ? 0 : 6);
+  });
+});
