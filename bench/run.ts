@@ -47,6 +47,8 @@ async function load(url: string, token: string, body: object, options: { connect
     connections: options.connections,
     duration: seconds,
     overallRate: options.rate,
+    // The load generator runs in a worker thread, so it does not compete with the server's thread.
+    workers: 1,
   });
   return {
     rps: result.requests.average,

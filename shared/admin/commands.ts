@@ -3,6 +3,7 @@
  * object. Runs against the same store as the server.
  */
 import { parseArgs } from 'node:util';
+import { z } from 'zod';
 import { hashPassword } from '../auth/passwords';
 import { normalizeEmail } from '../auth/password-accounts';
 import { presentBalance, presentUser, iso } from '../accounts/present';
@@ -29,10 +30,36 @@ function required(options: Options, name: string): string {
   return value;
 }
 
+/** Token amounts and ids are INT columns: a larger number is a typo, not a request. */
+const MAX_INTEGER = 2_147_483_647;
+
 function integer(value: string, name: string): number {
   if (!/^-?[0-9]+$/.test(value)) throw new UsageError(`--${name} must be an integer`);
-  return Number(value);
+  const n = Number(value);
+  if (Math.abs(n) > MAX_INTEGER) throw new UsageError(`--${name} must be between -${MAX_INTEGER} and ${MAX_INTEGER}`);
+  return n;
 }
+
+/**
+ * `--amount -50` is the documented form of a correction, but node's parseArgs refuses an option
+ * value that starts with a dash; a negative number right after an option is joined to it.
+ */
+function joinNegativeValues(args: string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i += 1) {
+    const arg = args[i] ?? '';
+    const next = args[i + 1];
+    if (/^--[a-z-]+$/.test(arg) && next !== undefined && /^-[0-9]+$/.test(next)) {
+      out.push(`${arg}=${next}`);
+      i += 1;
+    } else {
+      out.push(arg);
+    }
+  }
+  return out;
+}
+
+const EmailArg = z.email().max(320);
 
 function plan(value: string): PlanName {
   if (!(PLAN_NAMES as readonly string[]).includes(value)) throw new UsageError(`--plan must be one of ${PLAN_NAMES.join(', ')}`);
@@ -52,31 +79,40 @@ async function userView(container: Container, user: User) {
 
 export async function runAdminCommand(container: Container, argv: string[]): Promise<object> {
   const [command, ...rest] = argv;
-  const { values } = parseArgs({
-    args: rest,
-    options: {
-      email: { type: 'string' },
-      password: { type: 'string' },
-      name: { type: 'string' },
-      plan: { type: 'string' },
-      'bonus-tokens': { type: 'string' },
-      expires: { type: 'string' },
-      amount: { type: 'string' },
-      id: { type: 'string' },
-      limit: { type: 'string' },
-      offset: { type: 'string' },
-    },
-    allowPositionals: false,
-    strict: true,
-  });
-  const options = values as Options;
+  let parsed: { values: Record<string, string | boolean | undefined> };
+  try {
+    parsed = parseArgs({
+      args: joinNegativeValues(rest),
+      options: {
+        email: { type: 'string' },
+        password: { type: 'string' },
+        name: { type: 'string' },
+        plan: { type: 'string' },
+        'bonus-tokens': { type: 'string' },
+        expires: { type: 'string' },
+        amount: { type: 'string' },
+        id: { type: 'string' },
+        limit: { type: 'string' },
+        offset: { type: 'string' },
+      },
+      allowPositionals: false,
+      strict: true,
+    });
+  } catch (error) {
+    // Unknown options, missing values, stray positionals: bad usage like any other.
+    if ((error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS_')) throw new UsageError((error as Error).message);
+    throw error;
+  }
+  const options = parsed.values as Options;
   const { users, db } = container;
 
   switch (command) {
     case 'create-user': {
       const email = normalizeEmail(required(options, 'email'));
+      if (!EmailArg.safeParse(email).success) throw new UsageError('--email must be a valid email address');
       const password = required(options, 'password');
       if (password.length < 8) throw new UsageError('--password must be at least 8 characters');
+      if (password.length > 1024) throw new UsageError('--password must be at most 1024 characters');
       const bonus = options['bonus-tokens'] === undefined ? 0 : integer(options['bonus-tokens'], 'bonus-tokens');
       if (bonus < 0) throw new UsageError('--bonus-tokens must not be negative');
       if (await users.findByEmail(email)) throw new UsageError(`a user with email ${email} exists`);

@@ -5,7 +5,7 @@
 
 import type { Clock } from '../clock';
 import type { Database } from '../db/database';
-import { ApiKey } from '../db/entities';
+import { ApiKey, User } from '../db/entities';
 import { AppError } from '../errors';
 import { LastUsedThrottle } from './last-used';
 import { randomBase62, sha256Hex } from './secrets';
@@ -29,6 +29,8 @@ export class ApiKeys {
   async create(userId: number, name: string): Promise<{ key: ApiKey; secret: string }> {
     const secret = API_KEY_PREFIX + randomBase62(API_KEY_LENGTH - API_KEY_PREFIX.length);
     const key = await this.db.transaction(async (em) => {
+      // The user row is the lock that serializes concurrent creations, so the cap holds on MySQL.
+      if (!(await this.db.lockOne(em, User, userId))) throw new AppError('not_found');
       const count = await em.getRepository(ApiKey).countBy({ userId });
       if (count >= MAX_KEYS_PER_USER) {
         throw new AppError('limit_reached', { detail: `At most ${MAX_KEYS_PER_USER} API keys per account` });

@@ -45,8 +45,18 @@ const commaList = optionalString.transform((v) =>
   v === undefined ? [] : v.split(',').map((s) => s.trim()).filter((s) => s.length > 0),
 );
 
+const port = optionalString.transform((v, ctx) => {
+  if (v === undefined) return 8080;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0 || n > 65_535) {
+    ctx.addIssue({ code: 'custom', message: 'must be a port number (0-65535)' });
+    return z.NEVER;
+  }
+  return n;
+});
+
 const EnvSchema = z.object({
-  PORT: positiveInt(8080),
+  PORT: port,
   DATA_DIR: optionalString,
   DATABASE_URL: optionalString,
   JAWSDB_URL: optionalString,
@@ -125,12 +135,15 @@ export function projectRoot(): string {
   return path.resolve(here, fromDist ? '../../..' : '../..');
 }
 
-function databaseFrom(env: z.infer<typeof EnvSchema>, dataDir: string, problems: string[]): DatabaseConfig {
+/** A variable as the schema reads it: trimmed, empty meaning unset. */
+type RawEnv = (name: string) => string | undefined;
+
+function databaseFrom(env: RawEnv, dataDir: string, problems: string[]): DatabaseConfig {
   const candidates: Array<[string, string | undefined]> = [
-    ['DATABASE_URL', env.DATABASE_URL],
-    ['JAWSDB_MARIA_URL', env.JAWSDB_MARIA_URL],
-    ['JAWSDB_URL', env.JAWSDB_URL],
-    ['CLEARDB_DATABASE_URL', env.CLEARDB_DATABASE_URL],
+    ['DATABASE_URL', env('DATABASE_URL')],
+    ['JAWSDB_MARIA_URL', env('JAWSDB_MARIA_URL')],
+    ['JAWSDB_URL', env('JAWSDB_URL')],
+    ['CLEARDB_DATABASE_URL', env('CLEARDB_DATABASE_URL')],
   ];
   const found = candidates.find(([, v]) => v !== undefined);
   if (!found) return { kind: 'sqlite', file: path.join(dataDir, 'gensvc.sqlite') };
@@ -147,23 +160,25 @@ function databaseFrom(env: z.infer<typeof EnvSchema>, dataDir: string, problems:
 
 export function loadConfig(env: Record<string, string | undefined>): Config {
   const parsed = EnvSchema.safeParse(env);
-  if (!parsed.success) {
-    throw new ConfigError(
-      parsed.error.issues.map((issue) => `${issue.path.join('.') || '(env)'}: ${issue.message}`),
-    );
-  }
-  const e = parsed.data;
-  const problems: string[] = [];
+  const problems: string[] = parsed.success
+    ? []
+    : parsed.error.issues.map((issue) => `${issue.path.join('.') || '(env)'}: ${issue.message}`);
+  // The checks across variables run on the raw values too, so one error names every bad variable.
+  const raw: RawEnv = (name) => {
+    const v = env[name]?.trim();
+    return v === undefined || v === '' ? undefined : v;
+  };
   const root = projectRoot();
-  const dataDir = path.resolve(e.DATA_DIR ?? path.join(root, 'data'));
-  const database = databaseFrom(e, dataDir, problems);
-  if (database.kind === 'mysql' && e.JWT_SECRET === undefined) {
+  const dataDir = path.resolve(raw('DATA_DIR') ?? path.join(root, 'data'));
+  const database = databaseFrom(raw, dataDir, problems);
+  if (database.kind === 'mysql' && raw('JWT_SECRET') === undefined) {
     problems.push('JWT_SECRET: required when a database URL is set (every process must sign with the same secret)');
   }
-  if ((e.OIDC_CLIENT_ID === undefined) !== (e.OIDC_ISSUER === undefined)) {
+  if ((raw('OIDC_CLIENT_ID') === undefined) !== (raw('OIDC_ISSUER') === undefined)) {
     problems.push('OIDC_ISSUER and OIDC_CLIENT_ID: set both to enable identity-provider login, or neither');
   }
-  if (problems.length > 0) throw new ConfigError(problems);
+  if (!parsed.success || problems.length > 0) throw new ConfigError(problems);
+  const e = parsed.data;
 
   const publicBaseUrl = (e.PUBLIC_BASE_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, '');
   const productDir = path.join(root, 'product');

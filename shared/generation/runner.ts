@@ -100,14 +100,14 @@ export class GenerationRunner {
     throw lastError;
   }
 
-  /** pending → completed, capturing the hold. False when the row had already ended. */
-  async complete(generation: Generation, outcome: Outcome): Promise<boolean> {
+  /** pending → completed, capturing the hold. Null when the row had already ended. */
+  async complete(generation: Generation, outcome: Outcome): Promise<Generation | null> {
     const stored = outcome.file ? await this.storage.put('results', outcome.file.bytes, outcome.file.contentType, outcome.file.extension) : null;
     const thumbnail = outcome.thumbnail
       ? await this.storage.put('results', outcome.thumbnail.bytes, outcome.thumbnail.contentType, outcome.thumbnail.extension)
       : null;
     const now = this.clock();
-    const won = await this.db.transaction(async (em) => {
+    const won = await this.db.transaction(async (em): Promise<Generation | null> => {
       const result = await em
         .createQueryBuilder()
         .update(Generation)
@@ -129,24 +129,23 @@ export class GenerationRunner {
         .where('id = :id', { id: generation.id })
         .andWhere('status = :pending', { pending: 'pending' })
         .execute();
-      if (result.affected !== 1) return false;
+      if (result.affected !== 1) return null;
       const charged = await captureHold(em, generation.userId, generation.price, generation.id, now);
-      await em.getRepository(Generation).update({ id: generation.id }, { tokensSpent: charged });
-      return true;
+      if (charged !== 0) await em.getRepository(Generation).update({ id: generation.id }, { tokensSpent: charged });
+      return em.getRepository(Generation).findOneByOrFail({ id: generation.id });
     });
     if (!won) {
       // Cancelled (or finished elsewhere) meanwhile: the files of this run are not anyone's.
       if (stored) await this.storage.delete(stored.key);
       if (thumbnail) await this.storage.delete(thumbnail.key);
-      return false;
+      return null;
     }
-    const done = await this.db.repo(Generation).findOneByOrFail({ id: generation.id });
-    this.notify(done);
-    return true;
+    this.notify(won);
+    return won;
   }
 
-  /** pending → failed, releasing the hold. False when the row had already ended. */
-  async fail(generationId: number, message: string): Promise<boolean> {
+  /** pending → failed, releasing the hold. Null when the row had already ended. */
+  async fail(generationId: number, message: string): Promise<Generation | null> {
     const now = this.clock();
     const ended = await this.db.transaction(async (em) => {
       const row = await em.getRepository(Generation).findOneBy({ id: generationId });
@@ -172,24 +171,26 @@ export class GenerationRunner {
       return em.getRepository(Generation).findOneByOrFail({ id: generationId });
     });
     if (ended) this.notify(ended);
-    return ended !== null;
+    return ended;
   }
 
-  /** Runs a generation inside the request within the model's timeout, retrying a transient failure once. */
-  async runSync(generation: Generation, model: CatalogModel, signal?: AbortSignal): Promise<void> {
+  /**
+   * Runs a generation inside the request within the model's timeout, retrying a transient failure
+   * once. Returns the row as it ended (or as it stands, if something else ended it first).
+   */
+  async runSync(generation: Generation, model: CatalogModel, signal?: AbortSignal): Promise<Generation> {
     const deadline = AbortSignal.timeout(model.timeoutSeconds * 1000);
     const combined = signal ? AbortSignal.any([deadline, signal]) : deadline;
     for (let attempt = 1; ; attempt++) {
       try {
         const outcome = await this.execute(generation, model, { signal: combined });
-        await this.complete(generation, outcome);
-        return;
+        return (await this.complete(generation, outcome)) ?? (await this.db.repo(Generation).findOneByOrFail({ id: generation.id }));
       } catch (error) {
         const transient = error instanceof ProviderError ? error.transient : !(error instanceof Error && error.name === 'AbortError');
         if (attempt === 1 && transient && !combined.aborted) continue;
-        await this.fail(generation.id, failureMessage(error, combined));
+        const failed = await this.fail(generation.id, failureMessage(error, combined));
         if (!(error instanceof ProviderError) && !combined.aborted) this.log.error({ err: error, generationId: generation.id }, 'generation failed');
-        return;
+        return failed ?? (await this.db.repo(Generation).findOneByOrFail({ id: generation.id }));
       }
     }
   }

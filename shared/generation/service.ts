@@ -208,8 +208,7 @@ export class Generations {
     }
 
     if (this.violatesPolicy(input)) {
-      await this.runner.fail(generation.id, CONTENT_POLICY_ERROR);
-      generation = await this.db.repo(Generation).findOneByOrFail({ id: generation.id });
+      generation = (await this.runner.fail(generation.id, CONTENT_POLICY_ERROR)) ?? generation;
     }
     return { generation, model, replay: false, limits: limit.snapshot };
   }
@@ -219,12 +218,9 @@ export class Generations {
     const accepted = await this.accept(caller, request, options);
     if (accepted.replay || accepted.generation.status !== 'pending') return accepted;
     const { generation, model } = accepted;
-    if (model.sync) {
-      await this.runner.runSync(generation, model, options.signal);
-    } else {
-      await this.queue.enqueue('generation.run', { generationId: generation.id }, { jobId: `gen-${generation.id}` });
-    }
-    return { ...accepted, generation: await this.db.repo(Generation).findOneByOrFail({ id: generation.id }) };
+    if (model.sync) return { ...accepted, generation: await this.runner.runSync(generation, model, options.signal) };
+    await this.queue.enqueue('generation.run', { generationId: generation.id }, { jobId: `gen-${generation.id}` });
+    return accepted;
   }
 
   /** The caller's generation; another user's, or one deleted from history, is 404. */
