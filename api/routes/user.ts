@@ -2,6 +2,7 @@
 import Router from '@koa/router';
 import { z } from 'zod';
 import { presentBalance, presentSettings, presentUser } from '../../shared/accounts/present';
+import { deleteAccount } from '../../shared/accounts/delete-account';
 import { AppContext, AppCustom, AppState, callerOf } from '../context';
 import { parseBody } from '../http';
 import { requireAuth } from '../middleware/auth';
@@ -44,7 +45,7 @@ export function userRoutes(): Router<AppState, AppCustom> {
   });
 
   router.delete('/me', async (ctx) => {
-    await ctx.container.users.delete(callerOf(ctx).user.id);
+    await deleteAccount(ctx.container, callerOf(ctx).user.id);
     ctx.status = 204;
   });
 

@@ -6,6 +6,14 @@ import type {
   CallOptions,
   ImageRequest,
   ImageResult,
+  MusicRequest,
+  MusicResult,
+  SpeechRequest,
+  SpeechResult,
+  ToolRequest,
+  ToolResult,
+  TranscriptionRequest,
+  TranscriptionResult,
   ProviderAdapter,
   TextChunk,
   TextRequest,
@@ -119,6 +127,35 @@ export class FakeProvider {
             height: 720,
             durationSeconds: request.durationSeconds,
           };
+        },
+      },
+      speech: {
+        synthesize: async (request: SpeechRequest, options: CallOptions): Promise<SpeechResult> => {
+          this.calls.push({ capability: 'speech', request });
+          await this.behave(options);
+          return { file: { bytes: Buffer.from('fake audio'), contentType: 'audio/mpeg', extension: request.format }, durationSeconds: 1.5 };
+        },
+      },
+      transcription: {
+        transcribe: async (request: TranscriptionRequest, options: CallOptions): Promise<TranscriptionResult> => {
+          this.calls.push({ capability: 'transcription', request });
+          await this.behave(options);
+          return { text: request.diarize ? '[Speaker 1]: hello\n[Speaker 2]: hi' : 'hello world', language: request.language ?? 'en', durationSeconds: 2 };
+        },
+      },
+      music: {
+        compose: async (request: MusicRequest, options: CallOptions): Promise<MusicResult> => {
+          this.calls.push({ capability: 'music', request });
+          await this.behave(options);
+          return { file: { bytes: Buffer.from('fake music'), contentType: 'audio/mpeg', extension: request.format }, durationSeconds: request.durationSeconds };
+        },
+      },
+      tool: {
+        run: async (request: ToolRequest, options: CallOptions): Promise<ToolResult> => {
+          this.calls.push({ capability: 'tool', request });
+          await this.behave(options);
+          if (request.tool === 'ocr') return { kind: 'text', text: 'recognized text' };
+          return { kind: 'image', file: { bytes: PNG, contentType: 'image/png', extension: 'png' }, width: 1, height: 1 };
         },
       },
     };
