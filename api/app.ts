@@ -3,6 +3,7 @@ import cors from '@koa/cors';
 import Koa from 'koa';
 import { HttpMethodEnum, koaBody } from 'koa-body';
 import type { Container } from '../shared/container';
+import { AppError, isAppError } from '../shared/errors';
 import type { AppCustom, AppState } from './context';
 import { errorMiddleware } from './middleware/errors';
 import { authRoutes } from './routes/auth';
@@ -41,22 +42,36 @@ export function createApp(container: Container): Koa<AppState, AppCustom> {
       ],
     }),
   );
-  app.use(
-    koaBody({
-      json: true,
-      jsonStrict: true,
-      jsonLimit: JSON_BODY_LIMIT,
-      urlencoded: false,
-      text: false,
-      multipart: false,
-      parsedMethods: [HttpMethodEnum.POST, HttpMethodEnum.PUT, HttpMethodEnum.PATCH, HttpMethodEnum.DELETE],
-    }),
-  );
+  const jsonBody = koaBody({
+    json: true,
+    jsonStrict: true,
+    jsonLimit: JSON_BODY_LIMIT,
+    urlencoded: false,
+    text: false,
+    multipart: false,
+    parsedMethods: [HttpMethodEnum.POST, HttpMethodEnum.PUT, HttpMethodEnum.PATCH, HttpMethodEnum.DELETE],
+  });
+  app.use(async (ctx, next) => {
+    let parsed = false;
+    try {
+      await jsonBody(ctx, () => {
+        parsed = true;
+        return next();
+      });
+    } catch (error) {
+      // A body that cannot be read at all (e.g. not in its Content-Encoding) is the client's error.
+      if (!parsed && !isAppError(error) && typeof (error as { status?: unknown }).status !== 'number') {
+        throw new AppError('malformed_request');
+      }
+      throw error;
+    }
+  });
 
   const routers = [healthRoutes(), fileRoutes(), authRoutes(), userRoutes(), historyRoutes(), keyRoutes(), modelRoutes(), generateRoutes()];
   for (const router of routers) {
     app.use(router.routes());
-    app.use(router.allowedMethods({ throw: true }));
+    // Not thrown: the router then sets the Allow header a 405 must carry; errorMiddleware writes the body.
+    app.use(router.allowedMethods());
   }
   return app;
 }

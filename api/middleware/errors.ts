@@ -50,7 +50,11 @@ export async function errorMiddleware(ctx: AppContext, next: Next): Promise<void
   ctx.set('X-Request-Id', ctx.state.requestId);
   try {
     await next();
-    if (ctx.status === 404 && ctx.body === undefined) throw new AppError('not_found');
+    if (ctx.body === undefined || ctx.body === null) {
+      if (ctx.status === 404) throw new AppError('not_found');
+      // The routers' 405 and 501 (a method no route implements) keep their Allow header.
+      if (ctx.status === 405 || ctx.status === 501) throw new AppError('method_not_allowed');
+    }
   } catch (error) {
     const appError = toAppError(error);
     if (!appError || appError.status >= 500) {

@@ -25,6 +25,15 @@ function seconds(ms: number): number {
   return Math.max(1, Math.ceil(ms / 1000));
 }
 
+/**
+ * Takes one counted request back, never below zero: the window may have ended between the consume
+ * and the refund, and a negative count would allow more than the limit in the next one.
+ */
+async function giveBack(limiter: RateLimiterAbstract, key: string): Promise<void> {
+  const res = await limiter.reward(key, 1);
+  if (res.consumedPoints < 0) await limiter.penalty(key, 1);
+}
+
 export interface WindowState {
   limit: number;
   remaining: number;
@@ -77,7 +86,7 @@ export class GenerationLimiter {
     const hourFull = plan.hourlyLimit > 0 && hour.consumedPoints > plan.hourlyLimit;
     const dayFull = plan.dailyLimit > 0 && day.consumedPoints > plan.dailyLimit;
     if (hourFull || dayFull) {
-      await Promise.all([this.hour.reward(key, 1), this.day.reward(key, 1)]);
+      await Promise.all([giveBack(this.hour, key), giveBack(this.day, key)]);
       const retryAfter = Math.max(hourFull ? seconds(hour.msBeforeNext) : 0, dayFull ? seconds(day.msBeforeNext) : 0);
       const snapshot = {
         hour: this.window(plan.hourlyLimit, new RateLimiterRes(0, hour.msBeforeNext, hour.consumedPoints - 1), 3600),
@@ -94,7 +103,7 @@ export class GenerationLimiter {
   /** Gives back a request counted by `consume` that was refused afterwards. */
   async refund(userId: number, plan: Plan): Promise<void> {
     if (plan.hourlyLimit === 0 && plan.dailyLimit === 0) return;
-    await Promise.all([this.hour.reward(String(userId), 1), this.day.reward(String(userId), 1)]);
+    await Promise.all([giveBack(this.hour, String(userId)), giveBack(this.day, String(userId))]);
   }
 }
 
