@@ -108,7 +108,7 @@ export async function buildContainer(config: Config, options: ContainerOptions):
     : new InProcessQueue(log);
   const inputs = new MediaInputs(config.publicBaseUrl, storage, config.urlFetchAllow);
   const runner = new GenerationRunner(db, catalog, providers, storage, inputs, clock, log);
-  const generations = new Generations(db, catalog, plans, generationLimiter, queue, runner, storage, clock, config.contentPolicyBlocklist, log);
+  const generations = new Generations(db, catalog, plans, generationLimiter, queue, runner, storage, inputs, clock, config.contentPolicyBlocklist, log);
   const history = new History(db, generations, storage, clock);
 
   return {

@@ -1,37 +1,66 @@
 /**
- * Reads the media a request points at: our own result URLs straight from storage, `data:` URLs
- * decoded, anything else fetched under the URL-input rules (decisions.md "URL inputs").
+ * Reads the media a request points at: our own result URLs straight from storage (never
+ * fetched), anything else (http(s), `data:`) through the URL fetcher under the URL-input rules
+ * of decisions.md. `check` runs the same rules at acceptance, so a refused URL is a 422 and is
+ * never fetched.
  */
+import { AppError } from '../errors';
+import { UrlFetcher, UrlFetchError, UrlRefusedError } from '../net/url-fetch';
+import { ProviderError } from '../providers/types';
 import type { Storage } from '../storage';
 import { isValidKey } from '../storage';
-import { ProviderError } from '../providers/types';
 import type { InputFetcher } from './execute';
 
 export const MAX_INPUT_BYTES = 25 * 1024 * 1024;
 
 export class MediaInputs implements InputFetcher {
   private readonly ownPrefix: string;
+  private readonly fetcher: UrlFetcher;
 
   constructor(
     publicBaseUrl: string,
     private readonly storage: Storage,
-    private readonly allow: string[],
+    allow: string[],
+    fetcher?: UrlFetcher,
   ) {
     this.ownPrefix = `${publicBaseUrl}/files/`;
+    this.fetcher = fetcher ?? new UrlFetcher({ allow, maxBytes: MAX_INPUT_BYTES });
   }
 
-  async fetch(url: string, _signal: AbortSignal): Promise<Buffer> {
-    if (url.startsWith(this.ownPrefix)) {
-      const key = url.slice(this.ownPrefix.length);
-      if (!isValidKey(key) || !(await this.storage.stat(key))) throw new ProviderError('bad_request', 'The input file no longer exists');
-      return this.storage.readAll(key);
+  private ownKey(url: string): string | null {
+    if (!url.startsWith(this.ownPrefix)) return null;
+    const key = url.slice(this.ownPrefix.length);
+    return isValidKey(key) && !key.startsWith('inputs/') ? key : '';
+  }
+
+  /** Refuses (422 naming `field`) a URL the fetcher would refuse, without fetching it. */
+  async check(url: string, field: string): Promise<void> {
+    const own = this.ownKey(url);
+    if (own !== null) {
+      if (own === '' || !(await this.storage.stat(own))) throw AppError.validation(field, 'names a file of this service that does not exist');
+      return;
     }
-    const data = /^data:([^,]*?)(;base64)?,(.*)$/s.exec(url);
-    if (data) {
-      const bytes = data[2] ? Buffer.from(data[3] ?? '', 'base64') : Buffer.from(decodeURIComponent(data[3] ?? ''), 'utf8');
-      if (bytes.length > MAX_INPUT_BYTES) throw new ProviderError('bad_request', 'The input file is too large');
-      return bytes;
+    try {
+      await this.fetcher.check(url);
+    } catch (error) {
+      if (error instanceof UrlRefusedError) throw AppError.validation(field, `cannot be fetched: ${error.reason}`);
+      if (error instanceof UrlFetchError) throw AppError.validation(field, `cannot be fetched: ${error.message}`);
+      throw error;
     }
-    throw new ProviderError('bad_request', `Fetching input URLs is not available yet (${this.allow.length} allowed hosts)`);
+  }
+
+  async fetch(url: string, signal: AbortSignal): Promise<Buffer> {
+    const own = this.ownKey(url);
+    if (own !== null) {
+      if (own === '' || !(await this.storage.stat(own))) throw new ProviderError('bad_request', 'The input file no longer exists');
+      return this.storage.readAll(own);
+    }
+    try {
+      return (await this.fetcher.fetch(url, signal)).bytes;
+    } catch (error) {
+      if (error instanceof UrlRefusedError) throw new ProviderError('bad_request', `The input URL was refused: ${error.reason}`);
+      if (error instanceof UrlFetchError) throw new ProviderError('bad_request', `The input URL could not be fetched: ${error.message}`);
+      throw error;
+    }
   }
 }

@@ -17,6 +17,10 @@ import type { Storage } from '../storage';
 import { holdTokens } from '../billing/holds';
 import { GenerateRequest, GenerationInput, normalizeInput, userTexts } from './input';
 import { normalizeParams } from './params';
+import type { MediaInputs } from './media-inputs';
+
+/** Params that name media the service will fetch. */
+const URL_PARAMS = ['image_url', 'audio_url', 'target_image_url', 'mask_url'];
 import { CANCELLED, GenerationRunner } from './runner';
 import { serializeInput } from './stored-input';
 
@@ -72,6 +76,7 @@ export class Generations {
     private readonly queue: Queue,
     readonly runner: GenerationRunner,
     private readonly storage: Storage,
+    private readonly inputs: MediaInputs,
     private readonly clock: Clock,
     blocklist: string[],
     private readonly log: Logger,
@@ -126,6 +131,10 @@ export class Generations {
     const model = this.model(request.model);
     if (!this.plans.allows(caller.plan.name, model.minPlan)) throw new AppError('insufficient_plan');
     const { input, price } = this.quote(model, request);
+    for (const name of URL_PARAMS) {
+      const value = input.params[name];
+      if (typeof value === 'string') await this.inputs.check(value, name);
+    }
     const now = this.clock();
     const userId = caller.user.id;
 
