@@ -5,6 +5,7 @@
 import { startHttpServer } from './api/server';
 import { buildContainer } from './shared/container';
 import { startWorker } from './shared/jobs/worker';
+import { localEngines } from './shared/providers/local';
 import { runProcess } from './shared/lifecycle';
 
 void runProcess('all', process.env, async (config, log) => {
@@ -13,6 +14,10 @@ void runProcess('all', process.env, async (config, log) => {
     { database: config.database.kind, redis: config.redisUrl ? 'configured' : 'none', dataDir: config.dataDir },
     'stores open',
   );
+  const engines = localEngines();
+  const missing = Object.entries(engines).filter(([, path]) => path === null).map(([name]) => name);
+  if (missing.length) log.warn({ missing }, 'local engines missing: their models are not offered');
+  log.info({ offered: container.catalog.list().length }, 'catalog loaded');
   const worker = await startWorker(container);
   const http = await startHttpServer(container, config.port);
   log.info(`gensvc is up: ${config.publicBaseUrl}`);

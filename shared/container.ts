@@ -15,6 +15,7 @@ import { History } from './generation/history';
 import { MediaInputs } from './generation/media-inputs';
 import { GenerationRunner } from './generation/runner';
 import { Generations } from './generation/service';
+import { createLocalProvider } from './providers/local';
 import { ProviderRegistry } from './providers/registry';
 import type { ProviderAdapter } from './providers/types';
 import { BeeQueueBackend } from './queue/bee';
@@ -74,9 +75,9 @@ export interface ContainerOptions {
   processesJobs?: boolean;
 }
 
-/** The provider adapters this deployment has: the built-in local one, and upstreams with a key or base URL. */
+/** The provider adapters this deployment has: the built-in local one (upstream adapters come with their keys). */
 function configuredProviders(_config: Config): ProviderAdapter[] {
-  return [];
+  return [createLocalProvider()];
 }
 
 export async function buildContainer(config: Config, options: ContainerOptions): Promise<Container> {

@@ -1,4 +1,5 @@
 import Router from '@koa/router';
+import { localEngines } from '../../shared/providers/local';
 import type { AppCustom, AppState } from '../context';
 
 /** GET /health: 200 when every store answers, 503 otherwise. */
@@ -19,7 +20,14 @@ export function healthRoutes(): Router<AppState, AppCustom> {
     }
     const healthy = dbStatus === 'ok' && queueStatus !== 'down';
     ctx.status = healthy ? 200 : 503;
-    ctx.body = { status: healthy ? 'ok' : 'unavailable', db: dbStatus, queue: queueStatus };
+    const engines = localEngines();
+    // Local engines that are missing only hide their models; they do not make the service unhealthy.
+    ctx.body = {
+      status: healthy ? 'ok' : 'unavailable',
+      db: dbStatus,
+      queue: queueStatus,
+      engines: Object.fromEntries(Object.entries(engines).map(([name, path]) => [name, path !== null])),
+    };
   });
   return router;
 }
