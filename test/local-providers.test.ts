@@ -356,10 +356,7 @@ describe('LocalVideoProvider', () => {
         )).file.bytes
       : null;
     const progress: number[] = [];
-    const started = Date.now();
     const result = await video.generate(videoRequest({ aspectRatio, startImage }), { signal: new AbortController().signal, onProgress: (p) => progress.push(p) });
-    const elapsed = Date.now() - started;
-    console.log(`local video ${aspectRatio} 480p 5 s${withStartImage ? ' (start image)' : ''}: ${elapsed} ms, ${result.file.bytes.length} bytes`);
 
     expect(result.file).toMatchObject({ contentType: 'video/mp4', extension: 'mp4' });
     expect(result).toMatchObject({ width, height, durationSeconds: 5 });
