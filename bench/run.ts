@@ -124,7 +124,7 @@ async function benchStores(label: string, env: Record<string, string>): Promise<
     // Warm up connections, JIT and statement caches.
     await load(url, token, { model: 'fake-text', prompt: 'warm up' }, { connections: 10 });
     const sync = await load(url, token, { model: 'fake-text', prompt: 'hi' }, { connections: 50 });
-    const paced = await load(url, token, { model: 'fake-text', prompt: 'hi' }, { connections: 20, rate: 200 });
+    const paced = await load(url, token, { model: 'fake-text', prompt: 'hi' }, { connections: 5, rate: 200 });
     const sample = await (await fetch(`${url}/api/v2/generate`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify({ model: 'fake-text', prompt: 'hi' }) })).json();
     const roof = await ceiling(sample as object);
     const asyncRate = await asyncThroughput(container, url, token, 2000);

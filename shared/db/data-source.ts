@@ -45,6 +45,7 @@ export async function createDataSource(database: DatabaseConfig): Promise<DataSo
       // command line writing while a server runs on the same file.
       enableWAL: database.file !== ':memory:',
       timeout: 10_000,
+      statementCacheSize: 1000,
       prepareDatabase: (db: { pragma: (sql: string) => unknown }) => {
         db.pragma('foreign_keys = ON');
         db.pragma('synchronous = NORMAL');
@@ -67,10 +68,27 @@ export async function createDataSource(database: DatabaseConfig): Promise<DataSo
   });
 }
 
+/**
+ * TypeORM's better-sqlite3 runner caches prepared statements per query runner, and every
+ * transaction gets a new runner, so each transaction re-prepared every statement (a fifth of the
+ * CPU of a generation request). All runners share one connection, so they can share one cache.
+ */
+function shareSqliteStatementCache(dataSource: DataSource): void {
+  const driver = dataSource.driver as unknown as { createQueryRunner: (mode: string) => { stmtCache?: Map<string, unknown> } };
+  const create = driver.createQueryRunner.bind(driver);
+  const shared = new Map<string, unknown>();
+  driver.createQueryRunner = (mode: string) => {
+    const runner = create(mode);
+    if (runner.stmtCache instanceof Map) runner.stmtCache = shared;
+    return runner;
+  };
+}
+
 /** Opens the store; with `migrate`, brings the schema up to date first (embedded mode and `release`). */
 export async function openDatabase(database: DatabaseConfig, options: { migrate: boolean }): Promise<DataSource> {
   const dataSource = await createDataSource(database);
   await dataSource.initialize();
+  if (dialectOf(dataSource) === 'sqlite') shareSqliteStatementCache(dataSource);
   if (options.migrate) await dataSource.runMigrations({ transaction: 'each' });
   return dataSource;
 }

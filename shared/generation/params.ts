@@ -92,6 +92,18 @@ function schemaFor(spec: ParamSpec): z.ZodType {
   }
 }
 
+/** Compiled schemas by spec object: catalog specs live for the process, so each is built once. */
+const compiled = new WeakMap<ParamSpec, z.ZodType>();
+
+function compiledSchema(spec: ParamSpec): z.ZodType {
+  let schema = compiled.get(spec);
+  if (!schema) {
+    schema = schemaFor(spec);
+    compiled.set(spec, schema);
+  }
+  return schema;
+}
+
 function sameValue(a: unknown, b: unknown): boolean {
   return JSON.stringify(a) === JSON.stringify(b);
 }
@@ -121,7 +133,7 @@ export function normalizeParams(
       if ('default' in spec && spec.default !== undefined) out[name] = spec.default;
       continue;
     }
-    const parsed = schemaFor(spec).safeParse(given);
+    const parsed = compiledSchema(spec).safeParse(given);
     if (!parsed.success) {
       errors.push({ field, message: parsed.error.issues[0]?.message ?? 'is invalid' });
       continue;

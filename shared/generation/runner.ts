@@ -107,32 +107,38 @@ export class GenerationRunner {
       ? await this.storage.put('results', outcome.thumbnail.bytes, outcome.thumbnail.contentType, outcome.thumbnail.extension)
       : null;
     const now = this.clock();
+    const ended: Partial<Generation> = {
+      status: 'completed',
+      provider: outcome.provider,
+      resultText: outcome.resultText,
+      resultKey: stored?.key ?? null,
+      thumbnailKey: thumbnail?.key ?? null,
+      resultMetadata: JSON.stringify(outcome.metadata),
+      usage: outcome.usage ? JSON.stringify(outcome.usage) : null,
+      seed: outcome.seed ?? generation.seed,
+      progress: 100,
+      tokensSpent: generation.price,
+      processingMs: Math.max(0, now.getTime() - generation.createdAt.getTime()),
+      completedAt: now,
+      leaseUntil: null,
+      updatedAt: now,
+    };
     const won = await this.db.transaction(async (em): Promise<Generation | null> => {
       const result = await em
         .createQueryBuilder()
         .update(Generation)
-        .set({
-          status: 'completed',
-          provider: outcome.provider,
-          resultText: outcome.resultText,
-          resultKey: stored?.key ?? null,
-          thumbnailKey: thumbnail?.key ?? null,
-          resultMetadata: JSON.stringify(outcome.metadata),
-          usage: outcome.usage ? JSON.stringify(outcome.usage) : null,
-          seed: outcome.seed ?? generation.seed,
-          progress: 100,
-          processingMs: Math.max(0, now.getTime() - generation.createdAt.getTime()),
-          completedAt: now,
-          leaseUntil: null,
-          updatedAt: now,
-        })
+        .set(ended)
         .where('id = :id', { id: generation.id })
         .andWhere('status = :pending', { pending: 'pending' })
         .execute();
       if (result.affected !== 1) return null;
       const charged = await captureHold(em, generation.userId, generation.price, generation.id, now);
-      if (charged !== 0) await em.getRepository(Generation).update({ id: generation.id }, { tokensSpent: charged });
-      return em.getRepository(Generation).findOneByOrFail({ id: generation.id });
+      if (charged !== generation.price) {
+        await em.getRepository(Generation).update({ id: generation.id }, { tokensSpent: charged });
+        ended.tokensSpent = charged;
+      }
+      // The row as it now stands, without reading it back.
+      return Object.assign(new Generation(), generation, ended);
     });
     if (!won) {
       // Cancelled (or finished elsewhere) meanwhile: the files of this run are not anyone's.

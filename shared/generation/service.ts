@@ -163,8 +163,7 @@ export class Generations {
         }
         if (!(await holdTokens(em, userId, price))) throw new AppError('insufficient_tokens');
         const repo = em.getRepository(Generation);
-        return repo.save(
-          repo.create({
+        const row = repo.create({
             userId,
             modelSlug: model.slug,
             category: model.category,
@@ -198,8 +197,11 @@ export class Generations {
             startedAt: null,
             completedAt: null,
             updatedAt: now,
-          }),
-        );
+        });
+        // insert, not save: save would read the row back; the identifier is all that is missing.
+        const inserted = await repo.insert(row);
+        row.id = Number(inserted.identifiers[0]?.id);
+        return row;
       });
     } catch (error) {
       await this.limiter.refund(userId, caller.plan);
