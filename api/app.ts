@@ -10,6 +10,7 @@ import { authRoutes } from './routes/auth';
 import { fileRoutes } from './routes/files';
 import { generateRoutes } from './routes/generate';
 import { historyRoutes } from './routes/history';
+import { mediaRoutes } from './routes/media';
 import { modelRoutes } from './routes/models';
 import { healthRoutes } from './routes/health';
 import { keyRoutes } from './routes/keys';
@@ -67,7 +68,7 @@ export function createApp(container: Container): Koa<AppState, AppCustom> {
     }
   });
 
-  const routers = [healthRoutes(), fileRoutes(), authRoutes(), userRoutes(), historyRoutes(), keyRoutes(), modelRoutes(), generateRoutes()];
+  const routers = [healthRoutes(), fileRoutes(), authRoutes(), userRoutes(), historyRoutes(), keyRoutes(), modelRoutes(), generateRoutes(), mediaRoutes()];
   for (const router of routers) {
     app.use(router.routes());
     // Not thrown: the router then sets the Allow header a 405 must carry; errorMiddleware writes the body.

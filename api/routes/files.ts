@@ -12,7 +12,8 @@ export function fileRoutes(): Router<AppState, AppCustom> {
 
   router.get('/files/:a/:b/:c/:name', async (ctx) => {
     const key = `${ctx.params.a}/${ctx.params.b}/${ctx.params.c}/${ctx.params.name}`;
-    if (!isValidKey(key) || key.startsWith('inputs/')) throw new AppError('not_found');
+    // Stored requests and uploaded inputs are read by the service, never served.
+    if (!isValidKey(key) || !key.startsWith('results/')) throw new AppError('not_found');
     const stat = await ctx.container.storage.stat(key);
     if (!stat) throw new AppError('not_found');
     ctx.set('Accept-Ranges', 'bytes');

@@ -5,7 +5,7 @@
  */
 import type { Database } from '../db/database';
 import { Generation } from '../db/entities';
-import { inputRef } from '../generation/stored-input';
+import { generationFiles } from '../generation/stored-input';
 import type { Storage } from '../storage';
 import type { Users } from './users';
 
@@ -13,10 +13,7 @@ export async function deleteAccount(deps: { db: Database; users: Users; storage:
   const generations = await deps.db
     .repo(Generation)
     .find({ where: { userId }, select: { id: true, resultKey: true, thumbnailKey: true, input: true } });
+  const files = (await Promise.all(generations.map((g) => generationFiles(g, deps.storage)))).flat();
   await deps.users.delete(userId);
-  for (const generation of generations) {
-    for (const key of [generation.resultKey, generation.thumbnailKey, inputRef(generation)]) {
-      if (key) await deps.storage.delete(key);
-    }
-  }
+  for (const key of files) await deps.storage.delete(key);
 }

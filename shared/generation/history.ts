@@ -10,7 +10,7 @@ import { Generation, GenerationStatus, LedgerEntry } from '../db/entities';
 import { AppError } from '../errors';
 import type { Storage } from '../storage';
 import type { Generations } from './service';
-import { inputRef } from './stored-input';
+import { generationFiles } from './stored-input';
 
 export interface HistoryFilter {
   page: number;
@@ -78,10 +78,11 @@ export class History {
     const row = await this.generations.get(userId, id);
     if (row.status === 'pending') await this.generations.cancel(userId, id);
     const current = await this.db.repo(Generation).findOneByOrFail({ id });
+    const files = await generationFiles(current, this.storage);
     await this.db.transaction((em) =>
       em.getRepository(Generation).update({ id }, { hiddenAt: this.clock(), resultKey: null, thumbnailKey: null }),
     );
-    for (const key of [current.resultKey, current.thumbnailKey, inputRef(current)]) if (key) await this.storage.delete(key);
+    for (const key of files) await this.storage.delete(key);
   }
 
   async ledger(userId: number, page: number, limit: number): Promise<Page<LedgerEntry>> {

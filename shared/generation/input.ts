@@ -150,6 +150,10 @@ export function normalizeInput(model: CatalogModel, request: GenerateRequest): G
     }
     case 'stt': {
       if (typeof params.audio_url !== 'string') throw AppError.validation('audio_url', 'is required');
+      const languages = Array.isArray(model.config.languages) ? (model.config.languages as string[]) : null;
+      if (languages && typeof params.language === 'string' && !languages.includes(params.language.toLowerCase())) {
+        throw AppError.validation('language', `this model only knows ${languages.join(', ')}`);
+      }
       if (params.diarize === true && !model.config.supports_diarization) {
         throw AppError.validation('diarize', 'only the diarization model can label speakers');
       }

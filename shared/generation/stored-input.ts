@@ -29,3 +29,22 @@ export function inputRef(generation: Pick<Generation, 'input'>): string | null {
   const parsed = JSON.parse(generation.input) as GenerationInput | StoredRef;
   return '$ref' in parsed ? parsed.$ref : null;
 }
+
+const UPLOAD_KEY = /\/files\/(uploads\/[0-9]{4}\/[0-9]{2}\/[0-9a-f]{32}\.[a-z0-9]{2,5})/g;
+
+/** Storage keys of the uploaded files a generation's input refers to (multipart endpoints). */
+export async function uploadKeys(generation: Pick<Generation, 'input'>, storage: Storage): Promise<string[]> {
+  const input = await readInput(generation, storage).catch(() => null);
+  if (!input) return [];
+  const keys = new Set<string>();
+  for (const value of Object.values(input.params)) {
+    if (typeof value === 'string') for (const match of value.matchAll(UPLOAD_KEY)) keys.add(match[1] as string);
+  }
+  return [...keys];
+}
+
+/** Every stored file of a generation: result, thumbnail, its stored request and its uploads. */
+export async function generationFiles(generation: Pick<Generation, 'input' | 'resultKey' | 'thumbnailKey'>, storage: Storage): Promise<string[]> {
+  const keys = [generation.resultKey, generation.thumbnailKey, ...(await uploadKeys(generation, storage)), inputRef(generation)];
+  return keys.filter((k): k is string => typeof k === 'string' && k !== '');
+}
