@@ -4,8 +4,7 @@
  * category/type); only `id` differs: integer in shape A, "gen_<n>" in shape B (decisions.md).
  */
 import type { Catalog } from '../../shared/catalog';
-import type { Generation, User } from '../../shared/db/entities';
-import { tokenBalance } from '../../shared/billing/balance';
+import type { Generation } from '../../shared/db/entities';
 import { iso } from '../../shared/accounts/present';
 
 export type IdShape = 'A' | 'B';
@@ -13,8 +12,8 @@ export type IdShape = 'A' | 'B';
 export interface PresentContext {
   publicBaseUrl: string;
   now: Date;
-  /** When known, `balance_remaining` is filled from it. */
-  user?: User | null;
+  /** When known, `balance_remaining` (subscription plus bonus tokens). */
+  balance?: number | null;
 }
 
 export function fileUrl(publicBaseUrl: string, key: string | null): string | null {
@@ -85,7 +84,7 @@ export function presentGeneration(generation: Generation, shape: IdShape, contex
     if (typeof metadata.characters === 'number') body.characters = metadata.characters;
     if (typeof metadata.language === 'string') body.language = metadata.language;
   }
-  if (context.user) body.balance_remaining = tokenBalance(context.user);
+  if (context.balance !== undefined && context.balance !== null) body.balance_remaining = context.balance;
   for (const key of Object.keys(body)) if (body[key] === undefined) delete body[key];
   return body;
 }

@@ -25,8 +25,8 @@ function idempotencyKey(ctx: AppContext): string | undefined {
 
 async function present(ctx: AppContext, generation: Generation, shape: IdShape) {
   const { users, config, clock } = ctx.container;
-  const user = await users.findById(generation.userId);
-  return presentGeneration(generation, shape, { publicBaseUrl: config.publicBaseUrl, now: clock(), user });
+  const balance = await users.balanceOf(generation.userId);
+  return presentGeneration(generation, shape, { publicBaseUrl: config.publicBaseUrl, now: clock(), balance });
 }
 
 function sse(stream: PassThrough, event: string, data: unknown): void {

@@ -32,16 +32,16 @@ async function run(ctx: AppContext, category: Category, body: Record<string, unk
   if (model.category !== category) throw AppError.validation('model', `must be a ${category} model`);
   const accepted = await generations.start(callerOf(ctx), splitRequestBody(body), { source: 'api' });
   if (accepted.limits) setRateLimitHeaders(ctx, accepted.limits);
-  const user = await users.findById(accepted.generation.userId);
-  ctx.body = presentGeneration(accepted.generation, 'A', { publicBaseUrl: config.publicBaseUrl, now: clock(), user });
+  const balance = await users.balanceOf(accepted.generation.userId);
+  ctx.body = presentGeneration(accepted.generation, 'A', { publicBaseUrl: config.publicBaseUrl, now: clock(), balance });
 }
 
 async function show(ctx: AppContext, rawId: string | undefined, categories: string[]): Promise<void> {
   const { generations, users, config, clock } = ctx.container;
   const generation = await generations.get(callerOf(ctx).user.id, parseGenerationId(rawId));
   if (!categories.includes(generation.category)) throw new AppError('not_found');
-  const user = await users.findById(generation.userId);
-  ctx.body = presentGeneration(generation, 'A', { publicBaseUrl: config.publicBaseUrl, now: clock(), user });
+  const balance = await users.balanceOf(generation.userId);
+  ctx.body = presentGeneration(generation, 'A', { publicBaseUrl: config.publicBaseUrl, now: clock(), balance });
 }
 
 export function mediaRoutes(): Router<AppState, AppCustom> {

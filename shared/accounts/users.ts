@@ -96,6 +96,14 @@ export class Users {
     return this.db.repo(User).findOneBy({ id });
   }
 
+  /** Subscription plus bonus tokens, read with one indexed statement (responses carry it often). */
+  async balanceOf(id: number): Promise<number | null> {
+    const rows = (await this.db.manager.query('SELECT subscription_tokens + bonus_tokens AS balance FROM users WHERE id = ?', [id])) as Array<{
+      balance: number | string;
+    }>;
+    return rows[0] ? Number(rows[0].balance) : null;
+  }
+
   async getById(id: number): Promise<User> {
     const user = await this.findById(id);
     if (!user) throw new AppError('not_found');

@@ -4,6 +4,7 @@
  */
 
 import type { Clock } from '../clock';
+import { parseDbDate } from '../db/database';
 import type { Database } from '../db/database';
 import { ApiKey, User } from '../db/entities';
 import { AppError } from '../errors';
@@ -70,11 +71,18 @@ export class ApiKeys {
     });
   }
 
-  /** The key's record, or null. Keeps `last_used_at` current to the minute. */
-  async authenticate(secret: string): Promise<ApiKey | null> {
+  /** The key's id and owner, or null. Keeps `last_used_at` current to the minute. */
+  async authenticate(secret: string): Promise<Pick<ApiKey, 'id' | 'userId' | 'lastUsedAt'> | null> {
     if (secret.length !== API_KEY_LENGTH) return null;
-    const key = await this.db.repo(ApiKey).findOneBy({ keyHash: sha256Hex(secret) });
-    if (!key) return null;
+    // A plain indexed read: this runs on every API-key request.
+    const rows = (await this.db.manager.query('SELECT id, user_id, last_used_at FROM api_keys WHERE key_hash = ?', [sha256Hex(secret)])) as Array<{
+      id: number;
+      user_id: number;
+      last_used_at: string | Date | null;
+    }>;
+    const row = rows[0];
+    if (!row) return null;
+    const key = { id: Number(row.id), userId: Number(row.user_id), lastUsedAt: row.last_used_at === null ? null : parseDbDate(row.last_used_at) };
     const now = this.clock();
     if (this.touch.shouldWrite(key.id, now)) {
       const minuteAgo = this.db.dateParam(new Date(now.getTime() - 60_000));

@@ -7,6 +7,12 @@
 import { DataSource, EntityManager, EntityTarget, ObjectLiteral, Repository } from 'typeorm';
 import { Dialect, dialectOf } from './data-source';
 
+/** A datetime from a raw query: mysql2 gives a Date; SQLite gives UTC text without a zone. */
+export function parseDbDate(value: string | Date): Date {
+  if (value instanceof Date) return value;
+  return new Date(/[zZ]|[+-]\d\d:?\d\d$/.test(value) ? value : `${value.replace(' ', 'T')}Z`);
+}
+
 export class Database {
   readonly dialect: Dialect;
   private writeQueue: Promise<unknown> = Promise.resolve();

@@ -104,12 +104,12 @@ function decodeSamples(
   return { sampleRate, channels, samples };
 }
 
-/** Float samples to little-endian 16-bit PCM (clipped, rounded). */
+/** Float samples to little-endian 16-bit PCM (scaled by 32768, rounded, clipped: 16-bit input round-trips exactly). */
 export function toInt16Bytes(samples: Float32Array): Buffer {
   const out = Buffer.alloc(samples.length * 2);
   for (let i = 0; i < samples.length; i++) {
-    const v = Math.max(-1, Math.min(1, samples[i]));
-    out.writeInt16LE(Math.round(v < 0 ? v * 32768 : v * 32767), i * 2);
+    const v = Math.round(samples[i] * 32768);
+    out.writeInt16LE(v > 32767 ? 32767 : v < -32768 ? -32768 : v, i * 2);
   }
   return out;
 }
