@@ -6,6 +6,7 @@ import type { Container } from '../shared/container';
 import { AppError, isAppError } from '../shared/errors';
 import type { AppCustom, AppState } from './context';
 import { errorMiddleware } from './middleware/errors';
+import { assistantRoutes } from './routes/assistants';
 import { authRoutes } from './routes/auth';
 import { fileRoutes } from './routes/files';
 import { generateRoutes } from './routes/generate';
@@ -68,7 +69,7 @@ export function createApp(container: Container): Koa<AppState, AppCustom> {
     }
   });
 
-  const routers = [healthRoutes(), fileRoutes(), authRoutes(), userRoutes(), historyRoutes(), keyRoutes(), modelRoutes(), generateRoutes(), mediaRoutes()];
+  const routers = [healthRoutes(), fileRoutes(), authRoutes(), userRoutes(), historyRoutes(), keyRoutes(), modelRoutes(), generateRoutes(), mediaRoutes(), assistantRoutes()];
   for (const router of routers) {
     app.use(router.routes());
     // Not thrown: the router then sets the Allow header a 405 must carry; errorMiddleware writes the body.

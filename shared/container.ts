@@ -10,6 +10,7 @@ import { MessengerLogin } from './auth/messenger-login';
 import { PasswordAccounts } from './auth/password-accounts';
 import { Sessions } from './auth/sessions';
 import { Users } from './accounts/users';
+import { Assistants, loadAssistants } from './assistants';
 import { Catalog, loadCatalogFile } from './catalog';
 import { History } from './generation/history';
 import { MediaInputs } from './generation/media-inputs';
@@ -57,6 +58,7 @@ export interface Container {
   runner: GenerationRunner;
   generations: Generations;
   history: History;
+  assistants: Assistants;
   close(): Promise<void>;
 }
 
@@ -109,7 +111,8 @@ export async function buildContainer(config: Config, options: ContainerOptions):
     : new InProcessQueue(log);
   const inputs = new MediaInputs(config.publicBaseUrl, storage, config.urlFetchAllow);
   const runner = new GenerationRunner(db, catalog, providers, storage, inputs, clock, log);
-  const generations = new Generations(db, catalog, plans, generationLimiter, queue, runner, storage, inputs, clock, config.contentPolicyBlocklist, log);
+  const assistants = new Assistants(loadAssistants(config.productFiles.assistants), db, clock);
+  const generations = new Generations(db, catalog, plans, generationLimiter, queue, runner, storage, inputs, assistants, clock, config.contentPolicyBlocklist, log);
   const history = new History(db, generations, storage, clock);
 
   return {
@@ -136,6 +139,7 @@ export async function buildContainer(config: Config, options: ContainerOptions):
     runner,
     generations,
     history,
+    assistants,
     async close() {
       await queue.close();
       mailer.close();

@@ -40,7 +40,7 @@ export function generateRoutes(): Router<AppState, AppCustom> {
   router.post('/', async (ctx) => {
     const caller = callerOf(ctx);
     const body = parseBody(ctx, AnyObject);
-    const request = splitRequestBody(body);
+    const request = await ctx.container.generations.prepare(caller.user.id, splitRequestBody(body));
     const { generations } = ctx.container;
     const options = {
       idempotencyKey: idempotencyKey(ctx),

@@ -23,6 +23,23 @@ export interface GenerateRequest {
   text?: string;
   /** The remaining top-level fields. */
   topLevel: Record<string, unknown>;
+  /** Set once an assistant's model, system prompt and default params have been applied. */
+  assistant?: { id: string; systemPrompt: string };
+}
+
+/**
+ * An installed assistant shapes the request: its model when the request names none, its default
+ * params under the request's own, and its system prompt before the request's (decisions.md).
+ */
+export function applyAssistant(
+  request: GenerateRequest,
+  assistant: { id: string; model: string; system_prompt: string; default_params: Record<string, unknown> },
+): GenerateRequest {
+  const params = { ...(request.params ?? {}) };
+  for (const [name, value] of Object.entries(assistant.default_params)) {
+    if (params[name] === undefined && request.topLevel[name] === undefined) params[name] = value;
+  }
+  return { ...request, model: request.model ?? assistant.model, params, assistant: { id: assistant.id, systemPrompt: assistant.system_prompt } };
 }
 
 export function splitRequestBody(body: Record<string, unknown>): GenerateRequest {
@@ -119,7 +136,9 @@ export function normalizeInput(model: CatalogModel, request: GenerateRequest): G
         const prior = nested.messages !== undefined ? parseMessages(nested.messages, 'params.messages', model) : [];
         messages = [...prior, { role: 'user', content: prompt }];
       }
-      const system = [request.system, params.system_prompt as string | undefined].filter((s): s is string => !!s && s.trim() !== '');
+      const system = [request.assistant?.systemPrompt, request.system, params.system_prompt as string | undefined].filter(
+        (s): s is string => !!s && s.trim() !== '',
+      );
       if (system.length > 0) messages = [{ role: 'system', content: system.join('\n\n') }, ...messages];
       if (!messages.some((m) => m.role === 'user')) errors.push({ field: 'messages', message: 'needs at least one user message' });
       const maxContext = typeof model.config.max_context === 'number' ? model.config.max_context : null;

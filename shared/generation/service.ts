@@ -15,7 +15,8 @@ import type { Plan, PlanTable } from '../plans';
 import type { Queue } from '../queue/types';
 import type { Storage } from '../storage';
 import { holdTokens } from '../billing/holds';
-import { GenerateRequest, GenerationInput, normalizeInput, userTexts } from './input';
+import { applyAssistant, GenerateRequest, GenerationInput, normalizeInput, userTexts } from './input';
+import type { Assistants } from '../assistants';
 import { normalizeParams } from './params';
 import type { MediaInputs } from './media-inputs';
 
@@ -77,6 +78,7 @@ export class Generations {
     readonly runner: GenerationRunner,
     private readonly storage: Storage,
     private readonly inputs: MediaInputs,
+    private readonly assistants: Assistants,
     private readonly clock: Clock,
     blocklist: string[],
     private readonly log: Logger,
@@ -126,8 +128,15 @@ export class Generations {
     return { generation: existing, model, replay: true, limits: null };
   }
 
+  /** Applies the request's assistant (which the caller must have installed: 404 otherwise). */
+  async prepare(userId: number, request: GenerateRequest): Promise<GenerateRequest> {
+    if (!request.assistant_id || request.assistant) return request;
+    return applyAssistant(request, await this.assistants.requireInstalled(userId, request.assistant_id));
+  }
+
   /** Everything up to the inserted, held, pending row. Does not run it. */
-  async accept(caller: GenerationCaller, request: GenerateRequest, options: StartOptions): Promise<Accepted> {
+  async accept(caller: GenerationCaller, original: GenerateRequest, options: StartOptions): Promise<Accepted> {
+    const request = await this.prepare(caller.user.id, original);
     const model = this.model(request.model);
     if (!this.plans.allows(caller.plan.name, model.minPlan)) throw new AppError('insufficient_plan');
     const { input, price } = this.quote(model, request);
@@ -226,7 +235,7 @@ export class Generations {
 
   /** Accepts, then runs a synchronous model in the request or queues an asynchronous one. */
   async start(caller: GenerationCaller, request: GenerateRequest, options: StartOptions): Promise<Accepted> {
-    const accepted = await this.accept(caller, request, options);
+    const accepted = await this.accept(caller, await this.prepare(caller.user.id, request), options);
     if (accepted.replay || accepted.generation.status !== 'pending') return accepted;
     const { generation, model } = accepted;
     if (model.sync) return { ...accepted, generation: await this.runner.runSync(generation, model, options.signal) };

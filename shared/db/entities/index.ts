@@ -1,4 +1,5 @@
 import { ApiKey } from './api-key';
+import { AssistantInstall } from './assistant-install';
 import { Generation } from './generation';
 import { Identity } from './identity';
 import { LedgerEntry } from './ledger-entry';
@@ -6,9 +7,9 @@ import { PasswordReset } from './password-reset';
 import { RefreshToken, Session } from './session';
 import { User } from './user';
 
-export { ApiKey, Generation, Identity, LedgerEntry, PasswordReset, RefreshToken, Session, User };
+export { ApiKey, AssistantInstall, Generation, Identity, LedgerEntry, PasswordReset, RefreshToken, Session, User };
 export type { IdentityKind } from './identity';
 export type { GenerationSource, GenerationStatus } from './generation';
 export type { LedgerReason } from './ledger-entry';
 
-export const entities = [User, Identity, Session, RefreshToken, ApiKey, LedgerEntry, PasswordReset, Generation];
+export const entities = [User, Identity, Session, RefreshToken, ApiKey, LedgerEntry, PasswordReset, Generation, AssistantInstall];

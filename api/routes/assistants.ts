@@ -1,0 +1,76 @@
+/** The assistants marketplace and the user's installed assistants: spec 2.7, 4.10; decisions.md. */
+import Router from '@koa/router';
+import { z } from 'zod';
+import type { Assistant, AssistantStats } from '../../shared/assistants';
+import { iso } from '../../shared/accounts/present';
+import { AppCustom, AppState, callerOf } from '../context';
+import { parseBody, validate } from '../http';
+import { requireAuth } from '../middleware/auth';
+
+const MarketplaceQuery = z.object({
+  page: z.coerce.number().int().min(1).max(100_000).default(1),
+  limit: z.coerce.number().int().min(1).max(100).default(20),
+  search: z.string().max(100).optional(),
+  category: z.string().max(64).optional(),
+});
+const RateBody = z.object({ rating: z.number().int('must be an integer').min(1, 'must be 1 to 5').max(5, 'must be 1 to 5') });
+
+function presentAssistant(assistant: Assistant, stats: AssistantStats) {
+  return {
+    id: assistant.id,
+    name: assistant.name,
+    description: assistant.description,
+    model: assistant.model,
+    category: assistant.category,
+    installs: stats.installs,
+    rating: stats.rating,
+  };
+}
+
+export function assistantRoutes(): Router<AppState, AppCustom> {
+  const router = new Router<AppState, AppCustom>({ prefix: '/api/v2/assistants' });
+  router.use(requireAuth);
+
+  router.get('/marketplace', async (ctx) => {
+    const q = validate(MarketplaceQuery, ctx.query);
+    const page = await ctx.container.assistants.marketplace(q);
+    ctx.body = { assistants: page.items.map((i) => presentAssistant(i.assistant, i.stats)), total: page.total, page: q.page, limit: q.limit };
+  });
+
+  router.post('/marketplace/:id/install', async (ctx) => {
+    const created = await ctx.container.assistants.install(callerOf(ctx).user.id, ctx.params.id);
+    const assistant = ctx.container.assistants.find(ctx.params.id) as Assistant;
+    const stats = (await ctx.container.assistants.stats([assistant.id])).get(assistant.id) as AssistantStats;
+    ctx.status = created ? 201 : 200;
+    ctx.body = presentAssistant(assistant, stats);
+  });
+
+  router.get('/', async (ctx) => {
+    const { assistants } = ctx.container;
+    const installed = await assistants.installed(callerOf(ctx).user.id);
+    const stats = await assistants.stats(installed.map((i) => i.assistant.id));
+    ctx.body = {
+      assistants: installed.map(({ assistant, install }) => ({
+        ...presentAssistant(assistant, stats.get(assistant.id) as AssistantStats),
+        system_prompt: assistant.system_prompt,
+        default_params: assistant.default_params,
+        user_rating: install.rating,
+        installed_at: iso(install.createdAt),
+      })),
+      total: installed.length,
+    };
+  });
+
+  router.delete('/:id', async (ctx) => {
+    await ctx.container.assistants.uninstall(callerOf(ctx).user.id, ctx.params.id);
+    ctx.status = 204;
+  });
+
+  router.post('/:id/rate', async (ctx) => {
+    const body = parseBody(ctx, RateBody);
+    const stats = await ctx.container.assistants.rate(callerOf(ctx).user.id, ctx.params.id, body.rating);
+    ctx.body = { id: ctx.params.id, user_rating: body.rating, rating: stats.rating, installs: stats.installs };
+  });
+
+  return router;
+}
