@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ProviderError } from '../types';
 import type { ProviderErrorKind } from '../types';
-import { fromInt16Bytes, toInt16Bytes, encodeWav16 } from './dsp/wav';
+import { encodeWav16, fromInt16Bytes, toInt16Bytes } from './dsp/wav';
 import type { PcmAudio } from './dsp/wav';
 import { abortReason } from './text';
 
