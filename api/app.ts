@@ -16,6 +16,7 @@ import { modelRoutes } from './routes/models';
 import { healthRoutes } from './routes/health';
 import { keyRoutes } from './routes/keys';
 import { userRoutes } from './routes/user';
+import { webhookRoutes } from './routes/webhooks';
 
 export const JSON_BODY_LIMIT = '1mb';
 
@@ -69,7 +70,7 @@ export function createApp(container: Container): Koa<AppState, AppCustom> {
     }
   });
 
-  const routers = [healthRoutes(), fileRoutes(), authRoutes(), userRoutes(), historyRoutes(), keyRoutes(), modelRoutes(), generateRoutes(), mediaRoutes(), assistantRoutes()];
+  const routers = [healthRoutes(), fileRoutes(), authRoutes(), userRoutes(), historyRoutes(), keyRoutes(), modelRoutes(), generateRoutes(), mediaRoutes(), assistantRoutes(), webhookRoutes()];
   for (const router of routers) {
     app.use(router.routes());
     // Not thrown: the router then sets the Allow header a 405 must carry; errorMiddleware writes the body.

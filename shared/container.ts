@@ -23,6 +23,8 @@ import { BeeQueueBackend } from './queue/bee';
 import { InProcessQueue } from './queue/in-process';
 import type { Queue } from './queue/types';
 import { LocalDiskStorage, Storage } from './storage';
+import { UrlFetcher } from './net/url-fetch';
+import { Webhooks } from './webhooks';
 import path from 'node:path';
 import { Clock, systemClock } from './clock';
 import type { Config } from './config';
@@ -59,6 +61,7 @@ export interface Container {
   generations: Generations;
   history: History;
   assistants: Assistants;
+  webhooks: Webhooks;
   close(): Promise<void>;
 }
 
@@ -114,6 +117,10 @@ export async function buildContainer(config: Config, options: ContainerOptions):
   const assistants = new Assistants(loadAssistants(config.productFiles.assistants), db, clock);
   const generations = new Generations(db, catalog, plans, generationLimiter, queue, runner, storage, inputs, assistants, clock, config.contentPolicyBlocklist, log);
   const history = new History(db, generations, storage, clock);
+  const webhooks = new Webhooks(db, new UrlFetcher({ allow: config.urlFetchAllow, maxBytes: 64 * 1024 }), queue, clock, config.publicBaseUrl, log);
+  runner.onEnd((generation) => {
+    webhooks.onGenerationEnded(generation).catch((error: unknown) => log.error({ err: error, generationId: generation.id }, 'webhook fan-out failed'));
+  });
 
   return {
     config,
@@ -140,6 +147,7 @@ export async function buildContainer(config: Config, options: ContainerOptions):
     generations,
     history,
     assistants,
+    webhooks,
     async close() {
       await queue.close();
       mailer.close();

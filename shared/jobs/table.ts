@@ -4,7 +4,7 @@ import { jobSettings } from '../queue/settings';
 import type { JobTable } from '../queue/types';
 
 export function buildJobTable(container: Container): JobTable {
-  const { runner } = container;
+  const { runner, webhooks } = container;
   return {
     'generation.run': {
       ...jobSettings['generation.run'],
@@ -12,6 +12,10 @@ export function buildJobTable(container: Container): JobTable {
       onExhausted: async (payload, error) => {
         await runner.fail(payload.generationId, error.message || 'The generation failed');
       },
+    },
+    'webhook.deliver': {
+      ...jobSettings['webhook.deliver'],
+      perform: (payload, context) => webhooks.deliver(payload.deliveryId, context.signal),
     },
   };
 }

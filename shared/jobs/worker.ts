@@ -14,6 +14,10 @@ export async function sweepPending(container: Container): Promise<{ requeued: nu
   const { requeue, abandoned } = await runner.recoverable();
   for (const id of requeue) await queue.enqueue('generation.run', { generationId: id }, { jobId: `gen-${id}` });
   for (const id of abandoned) await runner.fail(id, 'Interrupted: the service restarted while generating');
+  for (const id of await container.webhooks.due()) {
+    const row = await container.webhooks.attemptsOf(id);
+    await queue.enqueue('webhook.deliver', { deliveryId: id }, { jobId: `whd-${id}-${row}` });
+  }
   if (requeue.length || abandoned.length) log.info({ requeued: requeue.length, abandoned: abandoned.length }, 'recovery sweep');
   return { requeued: requeue.length, abandoned: abandoned.length };
 }

@@ -489,20 +489,56 @@ export class UrlFetcher {
     return { url, host: url.hostname, addresses };
   }
 
-  /** One GET to the vetted addresses; resolves with the response head. */
-  private request(target: Target, signal: AbortSignal, onAbort: () => Error): Promise<http.IncomingMessage> {
+  /**
+   * POSTs a body to a user's URL under the same rules (webhook deliveries): the address is
+   * vetted and pinned, redirects are not followed (a 3xx is an answer like any other), the
+   * response body is read up to the size limit and dropped. Resolves with the status code.
+   */
+  async post(input: string, body: Buffer, headers: Record<string, string>, signal?: AbortSignal): Promise<{ status: number }> {
+    const url = parseUrl(input);
+    checkUrlShape(url);
+    const controller = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort();
+    }, this.timeoutMs);
+    const onCallerAbort = (): void => controller.abort();
+    if (signal?.aborted) onCallerAbort();
+    else signal?.addEventListener('abort', onCallerAbort, { once: true });
+    const onAbort = (): Error => (timedOut ? new UrlFetchError(`timed out after ${this.timeoutMs} ms`) : new UrlFetchError('aborted', { cause: signal?.reason }));
+    try {
+      const target = await this.vet(url, controller.signal, onAbort);
+      const res = await this.request(target, controller.signal, onAbort, { method: 'POST', body, headers });
+      await this.readBody(res, controller.signal, onAbort).catch(() => undefined);
+      return { status: res.statusCode ?? 0 };
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onCallerAbort);
+    }
+  }
+
+  /** One request to the vetted addresses (GET unless told otherwise); resolves with the response head. */
+  private request(
+    target: Target,
+    signal: AbortSignal,
+    onAbort: () => Error,
+    send_: { method: 'GET' | 'POST'; body?: Buffer; headers?: Record<string, string> } = { method: 'GET' },
+  ): Promise<http.IncomingMessage> {
     const { url } = target;
     const options: https.RequestOptions = {
       protocol: url.protocol,
       hostname: target.host,
       port: Number(url.port || defaultPort(url.protocol)),
       path: `${url.pathname}${url.search}`,
-      method: 'GET',
+      method: send_.method,
       headers: {
+        ...(send_.headers ?? {}),
         host: url.host,
         'user-agent': USER_AGENT,
         accept: '*/*',
         'accept-encoding': 'identity',
+        ...(send_.body ? { 'content-length': String(send_.body.length) } : {}),
       },
       // A fresh connection per hop: a pooled socket would bypass the address check.
       agent: false,
@@ -537,7 +573,7 @@ export class UrlFetcher {
         if (signal.aborted) reject(onAbort());
         else reject(new UrlFetchError(`could not fetch from ${url.host}: ${err.code ?? err.message}`, { cause: err }));
       });
-      req.end();
+      req.end(send_.body);
     });
   }
 

@@ -6,7 +6,7 @@
  */
 import type { Logger } from '../log';
 import { jobSettings } from './settings';
-import type { EnqueueOptions, JobName, JobPayloads, JobTable, Queue } from './types';
+import type { EnqueueOptions, JobDefinition, JobName, JobPayloads, JobTable, Queue } from './types';
 
 interface Entry {
   name: JobName;
@@ -76,7 +76,8 @@ export class InProcessQueue implements Queue {
 
   private async run(entry: Entry): Promise<void> {
     const table = this.table as JobTable;
-    const definition = table[entry.name];
+    // The entry's payload was typed by its name at enqueue; here the pairing is erased.
+    const definition = table[entry.name] as unknown as JobDefinition<JobPayloads[JobName]>;
     const controller = new AbortController();
     this.controllers.add(controller);
     const timer = setTimeout(() => controller.abort(new Error(`job ${entry.name} timed out`)), definition.timeoutMs);

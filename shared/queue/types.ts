@@ -6,6 +6,7 @@
 /** Every job and its payload. Add a job by adding a line here and an entry to the job table. */
 export interface JobPayloads {
   'generation.run': { generationId: number };
+  'webhook.deliver': { deliveryId: number };
 }
 
 export type JobName = keyof JobPayloads;

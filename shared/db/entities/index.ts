@@ -6,10 +6,12 @@ import { LedgerEntry } from './ledger-entry';
 import { PasswordReset } from './password-reset';
 import { RefreshToken, Session } from './session';
 import { User } from './user';
+import { Webhook, WebhookDelivery } from './webhook';
 
-export { ApiKey, AssistantInstall, Generation, Identity, LedgerEntry, PasswordReset, RefreshToken, Session, User };
+export { ApiKey, AssistantInstall, Generation, Identity, LedgerEntry, PasswordReset, RefreshToken, Session, User, Webhook, WebhookDelivery };
+export type { DeliveryStatus } from './webhook';
 export type { IdentityKind } from './identity';
 export type { GenerationSource, GenerationStatus } from './generation';
 export type { LedgerReason } from './ledger-entry';
 
-export const entities = [User, Identity, Session, RefreshToken, ApiKey, LedgerEntry, PasswordReset, Generation, AssistantInstall];
+export const entities = [User, Identity, Session, RefreshToken, ApiKey, LedgerEntry, PasswordReset, Generation, AssistantInstall, Webhook, WebhookDelivery];
