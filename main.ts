@@ -3,10 +3,12 @@
  * an in-process queue by default), migrating on boot.
  */
 import { startHttpServer } from './api/server';
+import { startBot } from './bot/run';
 import { buildContainer } from './shared/container';
 import { startWorker } from './shared/jobs/worker';
 import { localEngines } from './shared/providers/local';
 import { runProcess } from './shared/lifecycle';
+import { ClockRunner } from './shared/schedules/clock-runner';
 
 void runProcess('all', process.env, async (config, log) => {
   const container = await buildContainer(config, { migrate: true, log, processesJobs: true });
@@ -19,7 +21,11 @@ void runProcess('all', process.env, async (config, log) => {
   if (missing.length) log.warn({ missing }, 'local engines missing: their models are not offered');
   log.info({ offered: container.catalog.list().length }, 'catalog loaded');
   const worker = await startWorker(container);
+  const clock = new ClockRunner(container.schedules, container.db, log);
+  await clock.start();
   const http = await startHttpServer(container, config.port);
+  // The Telegram bot (long polling) beside the API when a token is configured.
+  const bot = config.telegram.botToken ? [await startBot(container)] : [];
   log.info(`gensvc is up: ${config.publicBaseUrl}`);
-  return [{ name: 'stores', stop: () => container.close() }, worker, http];
+  return [{ name: 'stores', stop: () => container.close() }, worker, clock, http, ...bot];
 });

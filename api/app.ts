@@ -15,6 +15,7 @@ import { mediaRoutes } from './routes/media';
 import { modelRoutes } from './routes/models';
 import { healthRoutes } from './routes/health';
 import { keyRoutes } from './routes/keys';
+import { scheduleRoutes } from './routes/schedules';
 import { userRoutes } from './routes/user';
 import { webhookRoutes } from './routes/webhooks';
 
@@ -70,7 +71,7 @@ export function createApp(container: Container): Koa<AppState, AppCustom> {
     }
   });
 
-  const routers = [healthRoutes(), fileRoutes(), authRoutes(), userRoutes(), historyRoutes(), keyRoutes(), modelRoutes(), generateRoutes(), mediaRoutes(), assistantRoutes(), webhookRoutes()];
+  const routers = [healthRoutes(), fileRoutes(), authRoutes(), userRoutes(), historyRoutes(), keyRoutes(), modelRoutes(), generateRoutes(), mediaRoutes(), assistantRoutes(), webhookRoutes(), scheduleRoutes()];
   for (const router of routers) {
     app.use(router.routes());
     // Not thrown: the router then sets the Allow header a 405 must carry; errorMiddleware writes the body.

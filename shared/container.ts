@@ -25,6 +25,7 @@ import type { Queue } from './queue/types';
 import { LocalDiskStorage, Storage } from './storage';
 import { UrlFetcher } from './net/url-fetch';
 import { Webhooks } from './webhooks';
+import { Schedules } from './schedules';
 import path from 'node:path';
 import { Clock, systemClock } from './clock';
 import type { Config } from './config';
@@ -35,6 +36,7 @@ import { createLogger, Logger } from './log';
 import { LogMailer, Mailer, SmtpMailer } from './mail';
 import { loadPlans, PlanTable } from './plans';
 import { createRedis, Redis } from './redis';
+import { watchBotGenerations } from './telegram/delivery';
 
 export interface Container {
   config: Config;
@@ -62,6 +64,7 @@ export interface Container {
   history: History;
   assistants: Assistants;
   webhooks: Webhooks;
+  schedules: Schedules;
   close(): Promise<void>;
 }
 
@@ -117,7 +120,10 @@ export async function buildContainer(config: Config, options: ContainerOptions):
   const assistants = new Assistants(loadAssistants(config.productFiles.assistants), db, clock);
   const generations = new Generations(db, catalog, plans, generationLimiter, queue, runner, storage, inputs, assistants, clock, config.contentPolicyBlocklist, log);
   const history = new History(db, generations, storage, clock);
+  // Results of generations the Telegram bot started are delivered by a job, whichever process ends them.
+  if (config.telegram.botToken) watchBotGenerations(runner, queue, log);
   const webhooks = new Webhooks(db, new UrlFetcher({ allow: config.urlFetchAllow, maxBytes: 64 * 1024 }), queue, clock, config.publicBaseUrl, log);
+  const schedules = new Schedules(db, generations, users, plans, queue, clock, log);
   runner.onEnd((generation) => {
     webhooks.onGenerationEnded(generation).catch((error: unknown) => log.error({ err: error, generationId: generation.id }, 'webhook fan-out failed'));
   });
@@ -148,6 +154,7 @@ export async function buildContainer(config: Config, options: ContainerOptions):
     history,
     assistants,
     webhooks,
+    schedules,
     async close() {
       await queue.close();
       mailer.close();

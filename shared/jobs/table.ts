@@ -2,9 +2,17 @@
 import type { Container } from '../container';
 import { jobSettings } from '../queue/settings';
 import type { JobTable } from '../queue/types';
+import { TelegramDelivery } from '../telegram/delivery';
 
 export function buildJobTable(container: Container): JobTable {
-  const { runner, webhooks } = container;
+  const { runner, webhooks, schedules, log } = container;
+  // Bot jobs run only where a bot token is configured; elsewhere they are dropped with a warning.
+  const telegram = container.config.telegram.botToken ? TelegramDelivery.fromContainer(container) : null;
+  const withTelegram = (job: string, work: (t: TelegramDelivery) => Promise<void>): Promise<void> => {
+    if (telegram) return work(telegram);
+    log.warn({ job }, 'bot job without TELEGRAM_BOT_TOKEN: dropped');
+    return Promise.resolve();
+  };
   return {
     'generation.run': {
       ...jobSettings['generation.run'],
@@ -16,6 +24,22 @@ export function buildJobTable(container: Container): JobTable {
     'webhook.deliver': {
       ...jobSettings['webhook.deliver'],
       perform: (payload, context) => webhooks.deliver(payload.deliveryId, context.signal),
+    },
+    'schedule.run': {
+      ...jobSettings['schedule.run'],
+      perform: (payload) => schedules.run(payload.scheduleId, payload.fireAt),
+    },
+    'bot.chat': {
+      ...jobSettings['bot.chat'],
+      perform: (payload, context) => withTelegram('bot.chat', (t) => t.runChat(payload.generationId, context)),
+      onExhausted: async (payload, error) => {
+        // The reply could not be delivered: the generation, if still running, ends uncharged.
+        await runner.fail(payload.generationId, error.message || 'The reply could not be delivered');
+      },
+    },
+    'bot.deliver': {
+      ...jobSettings['bot.deliver'],
+      perform: (payload) => withTelegram('bot.deliver', (t) => t.deliver(payload.generationId)),
     },
   };
 }

@@ -7,6 +7,11 @@
 export interface JobPayloads {
   'generation.run': { generationId: number };
   'webhook.deliver': { deliveryId: number };
+  'schedule.run': { scheduleId: number; fireAt: string };
+  /** Runs a chat turn the Telegram bot accepted and streams the reply into its message. */
+  'bot.chat': { generationId: number };
+  /** Sends an ended generation the bot started (a media result or a failure) to its chat. */
+  'bot.deliver': { generationId: number };
 }
 
 export type JobName = keyof JobPayloads;

@@ -1,0 +1,64 @@
+/** Scheduled generations: spec 2.8, 4.11; decisions.md "Other records". */
+import Router from '@koa/router';
+import { iso } from '../../shared/accounts/present';
+import type { Schedule } from '../../shared/db/entities';
+import { ScheduleInput } from '../../shared/schedules';
+import { AppCustom, AppState, callerOf } from '../context';
+import { parseBody, parseId } from '../http';
+import { requireAuth } from '../middleware/auth';
+
+export function presentSchedule(s: Schedule) {
+  return {
+    id: s.id,
+    name: s.name,
+    cron: s.cron,
+    model: s.model,
+    prompt: s.prompt,
+    params: JSON.parse(s.params) as Record<string, unknown>,
+    is_active: Boolean(s.isActive),
+    timezone: s.timezone,
+    next_run_at: iso(s.nextRunAt),
+    last_run_at: iso(s.lastRunAt),
+    last_generation_id: s.lastGenerationId,
+    last_error: s.lastError,
+    created_at: iso(s.createdAt),
+    updated_at: iso(s.updatedAt),
+  };
+}
+
+const Patch = ScheduleInput.partial();
+
+export function scheduleRoutes(): Router<AppState, AppCustom> {
+  const router = new Router<AppState, AppCustom>({ prefix: '/api/v2/scheduled' });
+  router.use(requireAuth);
+
+  router.get('/', async (ctx) => {
+    const rows = await ctx.container.schedules.list(callerOf(ctx).user.id);
+    ctx.body = { schedules: rows.map(presentSchedule), total: rows.length };
+  });
+
+  router.post('/', async (ctx) => {
+    const body = parseBody(ctx, ScheduleInput);
+    ctx.status = 201;
+    ctx.body = presentSchedule(await ctx.container.schedules.create(callerOf(ctx).user.id, body));
+  });
+
+  router.get('/:id', async (ctx) => {
+    ctx.body = presentSchedule(await ctx.container.schedules.get(callerOf(ctx).user.id, parseId(ctx.params.id)));
+  });
+
+  router.put('/:id', async (ctx) => {
+    const id = parseId(ctx.params.id);
+    const body = parseBody(ctx, Patch);
+    // Defaults of the create schema must not overwrite what the PUT did not name.
+    const given = Object.fromEntries(Object.entries(body).filter(([key]) => key in ((ctx.request.body as Record<string, unknown>) ?? {})));
+    ctx.body = presentSchedule(await ctx.container.schedules.update(callerOf(ctx).user.id, id, given));
+  });
+
+  router.delete('/:id', async (ctx) => {
+    await ctx.container.schedules.delete(callerOf(ctx).user.id, parseId(ctx.params.id));
+    ctx.status = 204;
+  });
+
+  return router;
+}

@@ -1,0 +1,349 @@
+/**
+ * A fake Bot API server on 127.0.0.1 speaking Telegram's wire protocol: POST /bot<token>/<method>
+ * with JSON, form or multipart bodies, answering `{ok, result}` with realistic objects. It serves
+ * queued updates to `getUpdates` (long polling), records every call (uploads with their bytes),
+ * and can be told to answer 429 with `retry_after`, or 403 for a chat that blocked the bot.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface TgUser {
+  id: number;
+  is_bot: boolean;
+  first_name: string;
+  username?: string;
+  language_code?: string;
+}
+
+export interface TgChat {
+  id: number;
+  type: 'private' | 'group' | 'supergroup';
+  title?: string;
+  first_name?: string;
+}
+
+export interface RecordedCall {
+  method: string;
+  params: Record<string, unknown>;
+  /** Uploaded files by the param that named them. */
+  files: Record<string, { filename: string; bytes: Buffer }>;
+  at: number;
+}
+
+interface ScriptedError {
+  error_code: number;
+  description: string;
+  parameters?: { retry_after?: number };
+  /** Only for calls addressed to this chat. */
+  chatId?: number;
+}
+
+export type Update = Record<string, unknown> & { update_id: number };
+
+export const BOT_USER: TgUser = { id: 7000001, is_bot: true, first_name: 'Gensvc', username: 'gensvc_test_bot' };
+
+function parseMultipart(body: Buffer, boundary: string): { fields: Record<string, string>; files: Record<string, { filename: string; bytes: Buffer }> } {
+  const fields: Record<string, string> = {};
+  const files: Record<string, { filename: string; bytes: Buffer }> = {};
+  const delimiter = Buffer.from(`--${boundary}`);
+  let position = body.indexOf(delimiter);
+  while (position !== -1) {
+    const start = position + delimiter.length;
+    if (body.subarray(start, start + 2).toString() === '--') break;
+    const next = body.indexOf(delimiter, start);
+    if (next === -1) break;
+    const part = body.subarray(start + 2, next - 2); // skip CRLF after the delimiter and before the next
+    const split = part.indexOf('\r\n\r\n');
+    const headers = part.subarray(0, split).toString();
+    const content = part.subarray(split + 4);
+    const name = /name="([^"]*)"/i.exec(headers)?.[1] ?? '';
+    const file = /filename=(?:"([^"]*)"|([^\r\n;]*))/i.exec(headers);
+    const filename = file ? (file[1] ?? file[2] ?? '') : undefined;
+    if (filename !== undefined) files[name] = { filename, bytes: Buffer.from(content) };
+    else fields[name] = content.toString();
+    position = next;
+  }
+  return { fields, files };
+}
+
+function decodeField(value: string): unknown {
+  try {
+    return JSON.parse(value);
+  } catch {
+    return value;
+  }
+}
+
+export class FakeTelegram {
+  readonly calls: RecordedCall[] = [];
+  private server: http.Server | null = null;
+  private readonly updates: Update[] = [];
+  /** Updates served again whatever the offset (a redelivery after a crash). */
+  private readonly redeliveries: Update[] = [];
+  private nextUpdateId = 100_000;
+  private readonly waiting = new Set<() => void>();
+  private readonly messageIds = new Map<number, number>();
+  private readonly texts = new Map<string, string>();
+  private readonly scripted = new Map<string, ScriptedError[]>();
+  private readonly blocked = new Set<number>();
+  url = '';
+
+  async start(): Promise<void> {
+    this.server = http.createServer((req, res) => void this.handle(req, res));
+    await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', () => resolve()));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  async stop(): Promise<void> {
+    for (const wake of this.waiting) wake();
+    this.server?.closeAllConnections();
+    await new Promise<void>((resolve) => this.server?.close(() => resolve()) ?? resolve());
+  }
+
+  // ---- Scripting ---------------------------------------------------------------------------
+
+  /** Queues an update; returns it with its id. */
+  push(update: Omit<Update, 'update_id'> & { update_id?: number }): Update {
+    const full = { ...update, update_id: update.update_id ?? this.nextUpdateId++ } as Update;
+    this.updates.push(full);
+    this.wake();
+    return full;
+  }
+
+  /** Serves an update again although the bot confirmed it (as Telegram does after a lost confirmation). */
+  redeliver(update: Update): void {
+    this.redeliveries.push(update);
+    this.wake();
+  }
+
+  message(from: TgUser, text: string, chat: TgChat = { id: from.id, type: 'private', first_name: from.first_name }, extra: Record<string, unknown> = {}): Update {
+    const entities = text.startsWith('/') ? [{ type: 'bot_command', offset: 0, length: text.split(/\s/)[0]?.length ?? 1 }] : undefined;
+    return this.push({
+      message: { message_id: this.nextMessageId(chat.id), date: Math.floor(Date.now() / 1000), chat, from, text, ...(entities ? { entities } : {}), ...extra },
+    });
+  }
+
+  /** A button press on a message the bot sent. */
+  press(from: TgUser, data: string, messageId = 1, chat: TgChat = { id: from.id, type: 'private', first_name: from.first_name }): Update {
+    return this.push({
+      callback_query: {
+        id: String(Math.floor(Math.random() * 1e12)),
+        from,
+        chat_instance: String(chat.id),
+        data,
+        message: { message_id: messageId, date: Math.floor(Date.now() / 1000), chat, from: BOT_USER, text: '…' },
+      },
+    });
+  }
+
+  /** The next calls of `method` answer with this error. */
+  failNext(method: string, error: ScriptedError, times = 1): void {
+    const list = this.scripted.get(method) ?? [];
+    for (let i = 0; i < times; i++) list.push(error);
+    this.scripted.set(method, list);
+  }
+
+  /** Every call addressed to this chat answers 403, as when the person blocked the bot. */
+  block(chatId: number): void {
+    this.blocked.add(chatId);
+  }
+
+  // ---- Inspection --------------------------------------------------------------------------
+
+  callsOf(method: string, chatId?: number): RecordedCall[] {
+    return this.calls.filter((c) => c.method === method && (chatId === undefined || Number(c.params.chat_id) === chatId));
+  }
+
+  /** Calls that send or change something in the chat. */
+  sentTo(chatId: number): RecordedCall[] {
+    return this.calls.filter((c) => Number(c.params.chat_id) === chatId && c.method !== 'sendChatAction');
+  }
+
+  hasRedeliveries(): boolean {
+    return this.redeliveries.length > 0;
+  }
+
+  /** The text a message shows now. */
+  textOf(chatId: number, messageId: number): string | undefined {
+    return this.texts.get(`${chatId}:${messageId}`);
+  }
+
+  async waitFor<T>(find: () => T | undefined | null | false, timeoutMs = 10_000): Promise<T> {
+    const started = Date.now();
+    for (;;) {
+      const found = find();
+      if (found) return found;
+      if (Date.now() - started > timeoutMs) throw new Error('fake telegram: timed out waiting');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  // ---- Server ------------------------------------------------------------------------------
+
+  private wake(): void {
+    for (const wake of [...this.waiting]) wake();
+  }
+
+  private nextMessageId(chatId: number): number {
+    const id = (this.messageIds.get(chatId) ?? 0) + 1;
+    this.messageIds.set(chatId, id);
+    return id;
+  }
+
+  private async readBody(req: http.IncomingMessage): Promise<{ params: Record<string, unknown>; files: RecordedCall['files'] }> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const body = Buffer.concat(chunks);
+    const type = req.headers['content-type'] ?? '';
+    if (body.length === 0) return { params: {}, files: {} };
+    if (type.startsWith('application/json')) return { params: JSON.parse(body.toString()) as Record<string, unknown>, files: {} };
+    const boundary = /boundary=(?:"([^"]+)"|([^;]+))/.exec(type);
+    if (type.startsWith('multipart/form-data') && boundary) {
+      const { fields, files } = parseMultipart(body, boundary[1] ?? boundary[2] ?? '');
+      const params: Record<string, unknown> = {};
+      const named: RecordedCall['files'] = {};
+      for (const [k, v] of Object.entries(fields)) {
+        const attach = /^attach:\/\/(.+)$/.exec(v);
+        if (attach?.[1] && files[attach[1]]) named[k] = files[attach[1]] as { filename: string; bytes: Buffer };
+        params[k] = decodeField(v);
+      }
+      for (const [k, f] of Object.entries(files)) if (!Object.values(named).includes(f)) named[k] = f;
+      return { params, files: named };
+    }
+    return { params: Object.fromEntries(new URLSearchParams(body.toString())), files: {} };
+  }
+
+  private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const match = /^\/bot([^/]+)\/(\w+)$/.exec(req.url ?? '');
+    const reply = (status: number, payload: unknown) => {
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(payload));
+    };
+    if (!match || req.method !== 'POST') return reply(404, { ok: false, error_code: 404, description: 'Not Found' });
+    const method = match[2] ?? '';
+    const { params, files } = await this.readBody(req);
+    if (method !== 'getUpdates') this.calls.push({ method, params, files, at: Date.now() });
+
+    const chatId = params.chat_id === undefined ? undefined : Number(params.chat_id);
+    const queue = this.scripted.get(method) ?? [];
+    const index = queue.findIndex((e) => e.chatId === undefined || e.chatId === chatId);
+    if (index >= 0) {
+      const [scripted] = queue.splice(index, 1);
+      if (scripted) {
+        const { chatId: _ignored, ...error } = scripted;
+        return reply(error.error_code, { ok: false, ...error });
+      }
+    }
+    if (chatId !== undefined && this.blocked.has(chatId)) {
+      return reply(403, { ok: false, error_code: 403, description: 'Forbidden: bot was blocked by the user' });
+    }
+    try {
+      const result = await this.answer(method, params, files, res);
+      reply(200, { ok: true, result });
+    } catch (error) {
+      const e = error as ScriptedError;
+      reply(e.error_code ?? 500, { ok: false, error_code: e.error_code ?? 500, description: e.description ?? String(error) });
+    }
+  }
+
+  private message_(chatId: number, extra: Record<string, unknown>): Record<string, unknown> {
+    const id = this.nextMessageId(chatId);
+    return { message_id: id, date: Math.floor(Date.now() / 1000), chat: { id: chatId, type: chatId < 0 ? 'group' : 'private' }, from: BOT_USER, ...extra };
+  }
+
+  private async answer(method: string, params: Record<string, unknown>, files: RecordedCall['files'], res: http.ServerResponse): Promise<unknown> {
+    const chatId = Number(params.chat_id);
+    switch (method) {
+      case 'getMe':
+        return { ...BOT_USER, can_join_groups: true, can_read_all_group_messages: false, supports_inline_queries: false };
+      case 'getUpdates':
+        return this.serveUpdates(params, res);
+      case 'deleteWebhook':
+      case 'setMyCommands':
+      case 'sendChatAction':
+      case 'answerCallbackQuery':
+      case 'deleteMessage':
+        return true;
+      case 'sendMessage': {
+        const text = String(params.text ?? '');
+        if (text.length === 0 || text.length > 4096) throw { error_code: 400, description: `Bad Request: message text is ${text.length ? 'too long' : 'empty'}` };
+        this.checkHtml(params);
+        const message = this.message_(chatId, { text });
+        this.texts.set(`${chatId}:${message.message_id as number}`, text);
+        return message;
+      }
+      case 'editMessageText': {
+        const text = String(params.text ?? '');
+        const key = `${chatId}:${Number(params.message_id)}`;
+        if (text.length === 0 || text.length > 4096) throw { error_code: 400, description: 'Bad Request: MESSAGE_TOO_LONG' };
+        this.checkHtml(params);
+        if (this.texts.get(key) === text) {
+          throw { error_code: 400, description: 'Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message' };
+        }
+        this.texts.set(key, text);
+        return { message_id: Number(params.message_id), date: Math.floor(Date.now() / 1000), edit_date: Math.floor(Date.now() / 1000), chat: { id: chatId, type: 'private' }, from: BOT_USER, text };
+      }
+      case 'sendPhoto': {
+        const photo = files.photo;
+        if (!photo) throw { error_code: 400, description: 'Bad Request: there is no photo in the request' };
+        return this.message_(chatId, {
+          photo: [{ file_id: `photo-${this.calls.length}`, file_unique_id: `u${this.calls.length}`, width: 1, height: 1, file_size: photo.bytes.length }],
+          ...(params.caption ? { caption: params.caption } : {}),
+        });
+      }
+      case 'sendDocument':
+      case 'sendVideo':
+      case 'sendAudio': {
+        const field = method.slice(4).toLowerCase();
+        const file = files[field];
+        if (!file) throw { error_code: 400, description: `Bad Request: there is no ${field} in the request` };
+        return this.message_(chatId, { [field]: { file_id: `${field}-${this.calls.length}`, file_unique_id: `u${this.calls.length}`, file_size: file.bytes.length } });
+      }
+      default:
+        throw { error_code: 404, description: `Not Found: method ${method} is not faked` };
+    }
+  }
+
+  /** Telegram refuses HTML it cannot parse; the fake checks that tags are known and balanced. */
+  private checkHtml(params: Record<string, unknown>): void {
+    if (params.parse_mode !== 'HTML') return;
+    const stack: string[] = [];
+    for (const m of String(params.text).matchAll(/<(\/?)([a-z-]+)(?:\s[^>]*)?>/gi)) {
+      const tag = (m[2] ?? '').toLowerCase();
+      if (!['b', 'i', 'u', 's', 'code', 'pre', 'a', 'strong', 'em', 'tg-spoiler', 'blockquote'].includes(tag)) {
+        throw { error_code: 400, description: `Bad Request: can't parse entities: Unsupported start tag "${tag}"` };
+      }
+      if (m[1]) {
+        if (stack.pop() !== tag) throw { error_code: 400, description: `Bad Request: can't parse entities: Can't find end tag corresponding to start tag "${tag}"` };
+      } else stack.push(tag);
+    }
+    if (stack.length) throw { error_code: 400, description: `Bad Request: can't parse entities: Can't find end tag corresponding to start tag "${stack[0]}"` };
+  }
+
+  private serveUpdates(params: Record<string, unknown>, res: http.ServerResponse): Promise<Update[]> {
+    const offset = Number(params.offset ?? 0);
+    const limit = Number(params.limit ?? 100);
+    const timeout = Number(params.timeout ?? 0);
+    // Updates below the offset are confirmed: Telegram forgets them.
+    while (this.updates.length && (this.updates[0]?.update_id ?? 0) < offset) this.updates.shift();
+    const take = (): Update[] => {
+      const again = this.redeliveries.splice(0, limit);
+      return [...again, ...this.updates.filter((u) => u.update_id >= offset).slice(0, limit - again.length)];
+    };
+    const ready = take();
+    if (ready.length || timeout <= 0) return Promise.resolve(ready);
+    return new Promise((resolve) => {
+      let done = false;
+      const finish = () => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        this.waiting.delete(finish);
+        resolve(take());
+      };
+      const timer = setTimeout(finish, timeout * 1000);
+      this.waiting.add(finish);
+      res.on('close', finish);
+    });
+  }
+}
