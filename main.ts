@@ -21,7 +21,7 @@ void runProcess('all', process.env, async (config, log) => {
   if (missing.length) log.warn({ missing }, 'local engines missing: their models are not offered');
   log.info({ offered: container.catalog.list().length }, 'catalog loaded');
   const worker = await startWorker(container);
-  const clock = new ClockRunner(container.schedules, container.db, log);
+  const clock = new ClockRunner(container.schedules, container.db, log, container.queue);
   await clock.start();
   const http = await startHttpServer(container, config.port);
   // The Telegram bot (long polling) beside the API when a token is configured.

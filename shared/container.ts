@@ -26,6 +26,7 @@ import { LocalDiskStorage, Storage } from './storage';
 import { UrlFetcher } from './net/url-fetch';
 import { Webhooks } from './webhooks';
 import { Schedules } from './schedules';
+import { Maintenance } from './maintenance';
 import path from 'node:path';
 import { Clock, systemClock } from './clock';
 import type { Config } from './config';
@@ -65,6 +66,7 @@ export interface Container {
   assistants: Assistants;
   webhooks: Webhooks;
   schedules: Schedules;
+  maintenance: Maintenance;
   close(): Promise<void>;
 }
 
@@ -124,6 +126,7 @@ export async function buildContainer(config: Config, options: ContainerOptions):
   if (config.telegram.botToken) watchBotGenerations(runner, queue, log);
   const webhooks = new Webhooks(db, new UrlFetcher({ allow: config.urlFetchAllow, maxBytes: 64 * 1024 }), queue, clock, config.publicBaseUrl, log);
   const schedules = new Schedules(db, generations, users, plans, queue, clock, log);
+  const maintenance = new Maintenance(db, users, plans, storage, clock, log);
   runner.onEnd((generation) => {
     webhooks.onGenerationEnded(generation).catch((error: unknown) => log.error({ err: error, generationId: generation.id }, 'webhook fan-out failed'));
   });
@@ -155,6 +158,7 @@ export async function buildContainer(config: Config, options: ContainerOptions):
     assistants,
     webhooks,
     schedules,
+    maintenance,
     async close() {
       await queue.close();
       mailer.close();

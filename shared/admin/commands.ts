@@ -8,7 +8,7 @@ import { hashPassword } from '../auth/passwords';
 import { normalizeEmail } from '../auth/password-accounts';
 import { presentBalance, presentUser, iso } from '../accounts/present';
 import type { Container } from '../container';
-import { User } from '../db/entities';
+import { LedgerEntry, User } from '../db/entities';
 import { AppError } from '../errors';
 import { PLAN_NAMES, PlanName } from '../plans';
 
@@ -20,6 +20,7 @@ export const ADMIN_USAGE = `usage: npm run --silent admin -- <command> [options]
   grant-tokens --email E --amount N        (negative N takes tokens back)
   list-users   [--limit N] [--offset N]
   revoke-key   --id KEY_ID
+  ledger       --email E [--limit N]        (the user's balance changes, newest first)
 plans: ${PLAN_NAMES.join(', ')}`;
 
 type Options = Record<string, string | undefined>;
@@ -150,6 +151,24 @@ export async function runAdminCommand(container: Container, argv: string[]): Pro
       const offset = options.offset === undefined ? 0 : integer(options.offset, 'offset');
       const [rows, total] = await db.repo(User).findAndCount({ order: { id: 'ASC' }, take: Math.min(Math.max(limit, 1), 1000), skip: Math.max(offset, 0) });
       return { users: await Promise.all(rows.map((u) => userView(container, u))), total };
+    }
+    case 'ledger': {
+      const user = await userByEmail(container, required(options, 'email'));
+      const limit = options.limit === undefined ? 50 : integer(options.limit, 'limit');
+      const rows = await db.repo(LedgerEntry).find({ where: { userId: user.id }, order: { id: 'DESC' }, take: Math.min(Math.max(limit, 1), 1000) });
+      return {
+        email: user.email,
+        balance: user.subscriptionTokens + user.bonusTokens,
+        items: rows.map((e) => ({
+          id: e.id,
+          amount: e.amount,
+          reason: e.reason,
+          generation_id: e.generationId,
+          balance_after: e.subscriptionAfter + e.bonusAfter,
+          note: e.note,
+          created_at: iso(e.createdAt),
+        })),
+      };
     }
     case 'revoke-key': {
       const id = integer(required(options, 'id'), 'id');

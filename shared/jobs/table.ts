@@ -1,6 +1,7 @@
 /** The job table: every job this service runs, with its settings from queue/settings.ts. */
 import type { Container } from '../container';
 import { jobSettings } from '../queue/settings';
+import { runMaintenance } from '../maintenance';
 import type { JobTable } from '../queue/types';
 import { TelegramDelivery } from '../telegram/delivery';
 
@@ -28,6 +29,12 @@ export function buildJobTable(container: Container): JobTable {
     'schedule.run': {
       ...jobSettings['schedule.run'],
       perform: (payload) => schedules.run(payload.scheduleId, payload.fireAt),
+    },
+    'maintenance.run': {
+      ...jobSettings['maintenance.run'],
+      perform: async (payload) => {
+        await runMaintenance(container.maintenance, payload.task);
+      },
     },
     'bot.chat': {
       ...jobSettings['bot.chat'],

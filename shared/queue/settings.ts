@@ -9,4 +9,5 @@ export const jobSettings: Record<JobName, JobSettings> = {
   'webhook.deliver': { retries: 0, backoffMs: 1_000, timeoutMs: 20_000, concurrency: 4 },
   // A run is idempotent (the firing is its idempotency key), so a retry never runs it twice.
   'schedule.run': { retries: 3, backoffMs: 5_000, timeoutMs: 600_000, concurrency: 2 },
+  'maintenance.run': { retries: 2, backoffMs: 10_000, timeoutMs: 600_000, concurrency: 1 },
 };

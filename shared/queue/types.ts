@@ -8,6 +8,7 @@ export interface JobPayloads {
   'generation.run': { generationId: number };
   'webhook.deliver': { deliveryId: number };
   'schedule.run': { scheduleId: number; fireAt: string };
+  'maintenance.run': { task: 'refill' | 'expire' | 'retention' };
   /** Runs a chat turn the Telegram bot accepted and streams the reply into its message. */
   'bot.chat': { generationId: number };
   /** Sends an ended generation the bot started (a media result or a failure) to its chat. */

@@ -9,7 +9,15 @@ import type { Database } from '../db/database';
 import { Schedule } from '../db/entities';
 import type { Stoppable } from '../lifecycle';
 import type { Logger } from '../log';
+import type { Queue } from '../queue/types';
 import type { Schedules } from './index';
+
+/** Plan upkeep the clock enqueues: refills and expiries every minute, retention daily. */
+const MAINTENANCE: Array<{ task: 'refill' | 'expire' | 'retention'; rule: string }> = [
+  { task: 'refill', rule: '* * * * *' },
+  { task: 'expire', rule: '* * * * *' },
+  { task: 'retention', rule: '17 3 * * *' },
+];
 
 export const CHANGE_POLL_MS = 3_000;
 
@@ -20,10 +28,13 @@ export class ClockRunner implements Stoppable {
   private lastSeen = new Date(0);
   private poller: NodeJS.Timeout | undefined;
 
+  private readonly upkeep: schedule.Job[] = [];
+
   constructor(
     private readonly schedules: Schedules,
     private readonly db: Database,
     private readonly log: Logger,
+    private readonly queue?: Queue,
   ) {}
 
   private place(row: Schedule): void {
@@ -65,6 +76,17 @@ export class ClockRunner implements Stoppable {
       this.refresh().catch((error: unknown) => this.log.error({ err: error }, 'schedule refresh failed'));
     }, CHANGE_POLL_MS);
     this.poller.unref();
+    const queue = this.queue;
+    if (queue) {
+      for (const { task, rule } of MAINTENANCE) {
+        const job = schedule.scheduleJob({ rule, tz: 'UTC' }, (fireDate: Date) => {
+          // One job per firing: a second clock enqueueing the same minute is de-duplicated.
+          const jobId = `maint-${task}-${fireDate.toISOString().slice(0, 16)}`;
+          queue.enqueue('maintenance.run', { task }, { jobId }).catch((error: unknown) => this.log.error({ err: error, task }, 'maintenance enqueue failed'));
+        });
+        if (job) this.upkeep.push(job);
+      }
+    }
     this.log.info({ schedules: this.jobs.size }, 'clock running');
   }
 
@@ -72,6 +94,8 @@ export class ClockRunner implements Stoppable {
     if (this.poller) clearInterval(this.poller);
     for (const job of this.jobs.values()) job.cancel();
     this.jobs.clear();
+    for (const job of this.upkeep) job.cancel();
+    this.upkeep.length = 0;
   }
 
   /** Active schedules currently placed (tests). */
