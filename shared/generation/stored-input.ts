@@ -37,7 +37,7 @@ export async function uploadKeys(generation: Pick<Generation, 'input'>, storage:
   const input = await readInput(generation, storage).catch(() => null);
   if (!input) return [];
   const keys = new Set<string>();
-  for (const value of Object.values(input.params)) {
+  for (const value of Object.values(input.params ?? {})) {
     if (typeof value === 'string') for (const match of value.matchAll(UPLOAD_KEY)) keys.add(match[1] as string);
   }
   return [...keys];
