@@ -37,7 +37,7 @@ import { createLogger, Logger } from './log';
 import { LogMailer, Mailer, SmtpMailer } from './mail';
 import { loadPlans, PlanTable } from './plans';
 import { createRedis, Redis } from './redis';
-import { watchBotGenerations } from './telegram/delivery';
+import { BotDeliveries, watchBotGenerations } from './telegram/delivery';
 
 export interface Container {
   config: Config;
@@ -127,6 +127,15 @@ export async function buildContainer(config: Config, options: ContainerOptions):
   const webhooks = new Webhooks(db, new UrlFetcher({ allow: config.urlFetchAllow, maxBytes: 64 * 1024 }), queue, clock, config.publicBaseUrl, log);
   const schedules = new Schedules(db, generations, users, plans, queue, clock, log);
   const maintenance = new Maintenance(db, users, plans, storage, clock, log);
+  if (config.telegram.botToken) {
+    // A Telegram user's schedule results arrive in their chat (private chat id = Telegram user id).
+    const deliveries = new BotDeliveries({ db, clock });
+    schedules.deliverToChat(async (generation, user) => {
+      const identity = (await users.identities(user.id)).find((i) => i.kind === 'messenger');
+      if (!identity) return;
+      await deliveries.create({ generationId: generation.id, chatId: identity.subject, messageId: null, kind: 'media', language: user.language, prompt: generation.prompt });
+    });
+  }
   runner.onEnd((generation) => {
     webhooks.onGenerationEnded(generation).catch((error: unknown) => log.error({ err: error, generationId: generation.id }, 'webhook fan-out failed'));
   });

@@ -305,3 +305,20 @@ describe('image', () => {
     expect(generation.category).toBe('text');
   });
 });
+
+describe('schedules of Telegram users', () => {
+  it('sends a schedule run\'s result to the owner\'s chat', async () => {
+    const ann = person();
+    tg.message(ann, '/start');
+    await waitForText(ann.id, /./);
+    const owner = await userOf(ann.id);
+    fake.reply = 'Your scheduled haiku arrives';
+    const schedule = await app.container.schedules.create(owner.id, { name: 'daily haiku', cron: '0 8 * * *', model: 'fake-text', prompt: 'a haiku', params: {}, is_active: true, timezone: 'UTC' });
+    await app.container.schedules.run(schedule.id, '2026-11-01T08:00:00.000Z');
+    const generation = (await generationsOf(ann.id)).find((g) => g.scheduleId === schedule.id);
+    expect(generation?.status).toBe('completed');
+    const delivered = await waitDelivery(generation?.id ?? 0);
+    expect(delivered.state).toBe('delivered');
+    await waitForText(ann.id, /Your scheduled haiku arrives/);
+  });
+});

@@ -38,6 +38,8 @@ export interface StartOptions {
   scheduleId?: number | null;
   /** Aborts a synchronous run (the client went away). */
   signal?: AbortSignal;
+  /** Called with the accepted pending row before it runs (e.g. to record where its result goes). */
+  beforeRun?: (generation: Generation) => Promise<void>;
 }
 
 export interface Accepted {
@@ -238,6 +240,7 @@ export class Generations {
     const accepted = await this.accept(caller, await this.prepare(caller.user.id, request), options);
     if (accepted.replay || accepted.generation.status !== 'pending') return accepted;
     const { generation, model } = accepted;
+    await options.beforeRun?.(generation);
     if (model.sync) return { ...accepted, generation: await this.runner.runSync(generation, model, options.signal) };
     await this.queue.enqueue('generation.run', { generationId: generation.id }, { jobId: `gen-${generation.id}` });
     return accepted;

@@ -8,7 +8,7 @@ import { parseExpression } from 'cron-parser';
 import { z } from 'zod';
 import type { Clock } from '../clock';
 import type { Database } from '../db/database';
-import { Schedule, ScheduleFiring } from '../db/entities';
+import { Generation, Schedule, ScheduleFiring, User } from '../db/entities';
 import { AppError } from '../errors';
 import type { Generations } from '../generation/service';
 import { splitRequestBody } from '../generation/input';
@@ -76,7 +76,17 @@ function isDuplicateKey(error: unknown): boolean {
   return e.code === 'ER_DUP_ENTRY' || /UNIQUE constraint failed/i.test(e.message ?? '');
 }
 
+/** Sends a schedule's result to its owner's chat (the bot), when there is one. */
+export type ChatRecipient = (generation: Generation, user: User) => Promise<void>;
+
 export class Schedules {
+  private chatRecipient: ChatRecipient | undefined;
+
+  /** Registered where a bot token is configured. */
+  deliverToChat(recipient: ChatRecipient): void {
+    this.chatRecipient = recipient;
+  }
+
   constructor(
     private readonly db: Database,
     private readonly generations: Generations,
@@ -221,6 +231,9 @@ export class Schedules {
         source: 'schedule',
         scheduleId,
         idempotencyKey: `schedule-${scheduleId}-${fireAt}`,
+        beforeRun: async (generation) => {
+          await this.chatRecipient?.(generation, user).catch((e: unknown) => this.log.warn({ err: e, scheduleId }, 'chat delivery not recorded'));
+        },
       });
       generationId = accepted.generation.id;
       if (accepted.generation.status === 'failed') error = accepted.generation.error ?? 'The generation failed';

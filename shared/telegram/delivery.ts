@@ -343,7 +343,8 @@ function failureText(texts: Texts, generation: Generation): string {
  */
 export function watchBotGenerations(runner: GenerationRunner, queue: Queue, log: Logger): void {
   runner.onEnd((generation) => {
-    if (generation.source !== 'bot') return;
+    // Bot generations, and schedule runs of users who talk to the bot (a delivery row decides).
+    if (generation.source !== 'bot' && generation.source !== 'schedule') return;
     queue.enqueue('bot.deliver', { generationId: generation.id }, { jobId: `bot-deliver-${generation.id}` }).catch((error: unknown) => {
       log.error({ err: error, generationId: generation.id }, 'could not queue a bot delivery');
     });
