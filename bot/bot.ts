@@ -55,7 +55,7 @@ const DEFAULT_HISTORY_CHARS = 48_000;
 /** The commands shown in Telegram's menu, per language. */
 export function commandList(language: Language): BotCommand[] {
   const c = TEXTS[language].commands;
-  return (['start', 'new', 'image', 'balance', 'history', 'settings', 'help', 'cancel'] as const).map((command) => ({
+  return (['start', 'new', 'image', 'balance', 'history', 'settings', 'help', 'link', 'cancel'] as const).map((command) => ({
     command,
     description: c[command],
   }));
@@ -389,6 +389,11 @@ export function createBot(container: Container): Bot<BotContext> {
     await ctx.reply(a.texts.greeting(ctx.from?.first_name ?? a.user.name, a.isNew), { reply_markup: mainMenu(a.texts) });
   });
   bot.command('help', showHelp);
+  bot.command('link', async (ctx) => {
+    const a = account(ctx);
+    const code = await container.links.createCode(a.user.id);
+    await ctx.reply(a.texts.linkCode(code, 10));
+  });
   bot.command('balance', showBalance);
   bot.command('history', showHistory);
   bot.command('settings', showSettings);

@@ -10,6 +10,7 @@ import { MessengerLogin } from './auth/messenger-login';
 import { PasswordAccounts } from './auth/password-accounts';
 import { Sessions } from './auth/sessions';
 import { Users } from './accounts/users';
+import { AccountLinks } from './accounts/link';
 import { Assistants, loadAssistants } from './assistants';
 import { Catalog, loadCatalogFile } from './catalog';
 import { History } from './generation/history';
@@ -67,6 +68,7 @@ export interface Container {
   webhooks: Webhooks;
   schedules: Schedules;
   maintenance: Maintenance;
+  links: AccountLinks;
   close(): Promise<void>;
 }
 
@@ -168,6 +170,7 @@ export async function buildContainer(config: Config, options: ContainerOptions):
     webhooks,
     schedules,
     maintenance,
+    links: new AccountLinks(db, clock),
     async close() {
       await queue.close();
       mailer.close();

@@ -322,3 +322,45 @@ describe('schedules of Telegram users', () => {
     await waitForText(ann.id, /Your scheduled haiku arrives/);
   });
 });
+
+describe('connecting a web account', () => {
+  it('/link gives a one-time code; POST /auth/link attaches the Telegram identity to the web account', async () => {
+    const ann = person();
+    tg.message(ann, '/link');
+    const reply = await waitForText(ann.id, /link code: [A-Z0-9]{8}/);
+    const code = /code: ([A-Z0-9]{8})/.exec(String(reply.params.text))?.[1] ?? '';
+    const telegramAccount = await userOf(ann.id);
+
+    const register = await app.http().post('/api/v2/auth/register').send({ email: `web-${ann.id}@example.test`, password: 'password1' });
+    const token = register.body.access_token as string;
+    const linked = await app.http().post('/api/v2/auth/link').set('authorization', `Bearer ${token}`).send({ code: code.toLowerCase() });
+    expect(linked.status).toBe(200);
+    expect(linked.body.auth_methods).toEqual({ messenger: true, identity_provider: false, email: true });
+    const me = await app.http().get('/api/v2/user/me').set('authorization', `Bearer ${token}`);
+    expect(me.body).toMatchObject({ id: register.body.user.id, messenger_username: ann.username, auth_methods: { messenger: true, email: true } });
+    // The Telegram id now signs in to the web account; the empty Telegram-only account is gone.
+    expect((await userOf(ann.id)).id).toBe(register.body.user.id);
+    expect(await app.container.db.repo(User).findOneBy({ id: telegramAccount.id })).toBeNull();
+    // Single use.
+    expect((await app.http().post('/api/v2/auth/link').set('authorization', `Bearer ${token}`).send({ code })).status).toBe(422);
+  });
+
+  it('refuses to merge a Telegram account that has generations, and expired codes', async () => {
+    const bob = person();
+    tg.message(bob, 'hello there');
+    await chatTurnDone(bob.id);
+    tg.message(bob, '/link');
+    const code = /code: ([A-Z0-9]{8})/.exec(String((await waitForText(bob.id, /link code/)).params.text))?.[1] ?? '';
+    const web = await app.http().post('/api/v2/auth/register').send({ email: `web-${bob.id}@example.test`, password: 'password1' });
+    const refused = await app.http().post('/api/v2/auth/link').set('authorization', `Bearer ${web.body.access_token}`).send({ code });
+    expect(refused.status).toBe(409);
+    expect(refused.body.detail).toMatch(/generations or bonus tokens/);
+
+    const cara = person();
+    tg.message(cara, '/link');
+    const late = /code: ([A-Z0-9]{8})/.exec(String((await waitForText(cara.id, /link code/)).params.text))?.[1] ?? '';
+    app.clock.advance(601);
+    const web2 = await app.http().post('/api/v2/auth/register').send({ email: `web-${cara.id}@example.test`, password: 'password1' });
+    expect((await app.http().post('/api/v2/auth/link').set('authorization', `Bearer ${web2.body.access_token}`).send({ code: late })).status).toBe(422);
+  });
+});

@@ -152,6 +152,21 @@ export function authRoutes(): Router<AppState, AppCustom> {
     ctx.status = 204;
   });
 
+  router.post('/link', requireAuth, async (ctx) => {
+    const body = parseBody(ctx, z.object({ code: z.string().min(4).max(32) }));
+    const caller = callerOf(ctx);
+    await ctx.container.links.redeem(caller.user.id, body.code);
+    const identities = await ctx.container.users.identities(caller.user.id);
+    ctx.body = {
+      linked: true,
+      auth_methods: {
+        messenger: identities.some((i) => i.kind === 'messenger'),
+        identity_provider: identities.some((i) => i.kind === 'identity_provider'),
+        email: identities.some((i) => i.kind === 'email'),
+      },
+    };
+  });
+
   router.get('/sessions', requireAuth, async (ctx) => {
     const caller = callerOf(ctx);
     const sessions = await ctx.container.sessions.list(caller.user.id);

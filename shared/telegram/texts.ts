@@ -20,7 +20,8 @@ export interface Texts {
     settings: string;
     help: string;
   };
-  commands: Record<'start' | 'new' | 'image' | 'balance' | 'history' | 'settings' | 'help' | 'cancel', string>;
+  commands: Record<'start' | 'new' | 'image' | 'balance' | 'history' | 'settings' | 'help' | 'cancel' | 'link', string>;
+  linkCode(code: string, minutes: number): string;
   help: string;
   chatHint(model: string): string;
   newChat: string;
@@ -76,7 +77,10 @@ const en: Texts = {
     settings: 'Language and models',
     help: 'What I can do',
     cancel: 'Leave the current dialog',
+    link: 'Connect your web account',
   },
+  linkCode: (code, minutes) =>
+    `Your link code: ${code}\nSign in on the web and send it to POST /api/v2/auth/link within ${minutes} minutes; your Telegram then shares that account's balance and history.`,
   help: [
     'I answer any message with the chat model of your choice, and I make images.',
     '',
@@ -149,7 +153,10 @@ const ru: Texts = {
     settings: 'Язык и модели',
     help: 'Что я умею',
     cancel: 'Выйти из текущего диалога',
+    link: 'Подключить веб-аккаунт',
   },
+  linkCode: (code, minutes) =>
+    `Ваш код привязки: ${code}\nВойдите на сайте и отправьте его в POST /api/v2/auth/link в течение ${minutes} минут — Telegram будет использовать баланс и историю того аккаунта.`,
   help: [
     'Я отвечаю на любое сообщение выбранной чат-моделью и рисую картинки.',
     '',
