@@ -6,7 +6,7 @@ import { startHttpServer } from './api/server';
 import { startBot } from './bot/run';
 import { buildContainer } from './shared/container';
 import { startWorker } from './shared/jobs/worker';
-import { localEngines } from './shared/providers/local';
+import { localEngines, missingLocalTools } from './shared/providers/local';
 import { runProcess } from './shared/lifecycle';
 import { ClockRunner } from './shared/schedules/clock-runner';
 
@@ -18,7 +18,10 @@ void runProcess('all', process.env, async (config, log) => {
   );
   const engines = localEngines();
   const missing = Object.entries(engines).filter(([, path]) => path === null).map(([name]) => name);
-  if (missing.length) log.warn({ missing }, 'local engines missing: their models are not offered');
+  const missingTools = missingLocalTools();
+  if (missing.length || missingTools.length) {
+    log.warn({ missing, missingTools }, 'some local engines are missing: models that need them are not offered (music falls back to its built-in synth)');
+  }
   log.info({ offered: container.catalog.list().length }, 'catalog loaded');
   const worker = await startWorker(container);
   const clock = new ClockRunner(container.schedules, container.db, log, container.queue);

@@ -18,6 +18,7 @@ import { MediaInputs } from './generation/media-inputs';
 import { GenerationRunner } from './generation/runner';
 import { Generations } from './generation/service';
 import { createLocalProvider } from './providers/local';
+import { createOpenAIProvider } from './providers/openai';
 import { ProviderRegistry } from './providers/registry';
 import type { ProviderAdapter } from './providers/types';
 import { BeeQueueBackend } from './queue/bee';
@@ -87,9 +88,12 @@ export interface ContainerOptions {
   processesJobs?: boolean;
 }
 
-/** The provider adapters this deployment has: the built-in local one (upstream adapters come with their keys). */
-function configuredProviders(_config: Config): ProviderAdapter[] {
-  return [createLocalProvider()];
+/** The provider adapters this deployment has: the built-in local one first, then each configured upstream. */
+function configuredProviders(config: Config, fetchImpl: typeof fetch): ProviderAdapter[] {
+  const adapters = [createLocalProvider({ whisperModelPath: config.whisperModelPath })];
+  const openai = config.providers.openai;
+  if (openai) adapters.push(createOpenAIProvider({ ...openai, fetch: fetchImpl }));
+  return adapters;
 }
 
 export async function buildContainer(config: Config, options: ContainerOptions): Promise<Container> {
@@ -113,8 +117,10 @@ export async function buildContainer(config: Config, options: ContainerOptions):
   const generationLimiter = new GenerationLimiter(redis, config.redisPrefix);
   const authLimiter = new AuthLimiter(redis, config.redisPrefix, config.authLimits);
 
-  const providers = new ProviderRegistry([...configuredProviders(config), ...(options.providers ?? [])]);
-  const catalog = new Catalog(loadCatalogFile(config.productFiles.catalog), plans, (name, category) => providers.canServe(name, category));
+  const providers = new ProviderRegistry([...configuredProviders(config, fetchImpl), ...(options.providers ?? [])]);
+  const catalog = new Catalog(loadCatalogFile(config.productFiles.catalog), plans, (name, category, upstreamModel) =>
+    providers.canServe(name, category, upstreamModel),
+  );
   const storage = new LocalDiskStorage(path.join(config.dataDir, 'files'));
   const queue: Queue = config.redisUrl
     ? new BeeQueueBackend(config.redisUrl, config.redisPrefix, log, options.processesJobs ?? false)
@@ -173,6 +179,7 @@ export async function buildContainer(config: Config, options: ContainerOptions):
     links: new AccountLinks(db, clock),
     async close() {
       await queue.close();
+      await providers.close();
       mailer.close();
       if (redis) await redis.quit().catch(() => redis.disconnect());
       if (!options.dataSource) await db.close();

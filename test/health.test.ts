@@ -11,7 +11,8 @@ describe('GET /health', () => {
     const res = await t.app.http().get('/health');
     expect(res.status).toBe(200);
     const queue = t.app.container.redis ? 'ok' : 'embedded';
-    expect(res.body).toEqual({ status: 'ok', db: 'ok', queue, engines: { ffmpeg: true } });
+    expect(res.body).toMatchObject({ status: 'ok', db: 'ok', queue, engines: { ffmpeg: true } });
+    expect(Array.isArray(res.body.missing_tools)).toBe(true);
     expect(res.headers['content-type']).toMatch(/^application\/json/);
   });
 

@@ -1,5 +1,5 @@
 import Router from '@koa/router';
-import { localEngines } from '../../shared/providers/local';
+import { localEngines, missingLocalTools } from '../../shared/providers/local';
 import type { AppCustom, AppState } from '../context';
 
 /** GET /health: 200 when every store answers, 503 otherwise. */
@@ -27,6 +27,7 @@ export function healthRoutes(): Router<AppState, AppCustom> {
       db: dbStatus,
       queue: queueStatus,
       engines: Object.fromEntries(Object.entries(engines).map(([name, path]) => [name, path !== null])),
+      missing_tools: missingLocalTools(),
     };
   });
   return router;

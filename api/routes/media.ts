@@ -4,6 +4,8 @@
  * forms, as this service's own URLs.
  */
 import Router from '@koa/router';
+import sharp from 'sharp';
+import { checkUpscaleInput } from '../../shared/providers/local/tools';
 import type { Category } from '../../shared/catalog/types';
 import { AppError } from '../../shared/errors';
 import { splitRequestBody } from '../../shared/generation/input';
@@ -72,6 +74,13 @@ export function mediaRoutes(): Router<AppState, AppCustom> {
     for (const name of ['scale', 'style']) {
       const value = formField(ctx, name);
       if (value !== undefined && value !== '') params[name] = name === 'scale' && /^\d+$/.test(value) ? Number(value) : value;
+    }
+    if (found.upstreamModel === 'upscale-esrgan') {
+      // The pixel cap is known from the upload: refuse up front rather than fail the generation.
+      const { width = 0, height = 0 } = await sharp(source.bytes).metadata();
+      const scale = params.scale === undefined ? 2 : Number(params.scale);
+      const problem = scale === 2 || scale === 4 ? checkUpscaleInput(width, height, scale) : null;
+      if (problem) throw AppError.validation('source_image', problem);
     }
     const prompt = formField(ctx, 'prompt');
     await run(ctx, 'tool', {

@@ -76,7 +76,7 @@ export class Catalog {
     models: CatalogModel[],
     private readonly plans: PlanTable,
     /** Whether a provider is configured here and can serve the category. */
-    private readonly canServe: (provider: string, category: Category) => boolean,
+    private readonly canServe: (provider: string, category: Category, upstreamModel: string) => boolean,
   ) {
     for (const model of models) {
       const range = priceRange(model);
@@ -90,7 +90,10 @@ export class Catalog {
 
   /** True when the model's provider, or one of its fallbacks, is configured here. */
   isOffered(model: CatalogModel): boolean {
-    return this.canServe(model.provider, model.category) || model.fallbacks.some((f) => this.canServe(f.provider, model.category));
+    return (
+      this.canServe(model.provider, model.category, model.upstreamModel) ||
+      model.fallbacks.some((f) => this.canServe(f.provider, model.category, f.upstreamModel))
+    );
   }
 
   /** The offered model for a slug or alias, or undefined. */

@@ -55,7 +55,23 @@ const port = optionalString.transform((v, ctx) => {
   return n;
 });
 
+/** Upstreams an operator can enable with `<NAME>_API_KEY` and/or `<NAME>_BASE_URL`, and their default base URLs. */
+export const UPSTREAM_PROVIDERS = {
+  openai: 'https://api.openai.com/v1',
+  replicate: 'https://api.replicate.com/v1',
+  elevenlabs: 'https://api.elevenlabs.io',
+  deepgram: 'https://api.deepgram.com',
+} as const;
+
+const upstreamVariables = Object.fromEntries(
+  Object.keys(UPSTREAM_PROVIDERS).flatMap((name) => [
+    [`${name.toUpperCase()}_API_KEY`, optionalString],
+    [`${name.toUpperCase()}_BASE_URL`, httpUrl],
+  ]),
+);
+
 const EnvSchema = z.object({
+  ...upstreamVariables,
   PORT: port,
   DATA_DIR: optionalString,
   DATABASE_URL: optionalString,
@@ -82,6 +98,7 @@ const EnvSchema = z.object({
   OIDC_JWKS_URL: httpUrl,
   OIDC_TOKEN_URL: httpUrl,
   CONTENT_POLICY_BLOCKLIST: commaList,
+  WHISPER_MODEL_PATH: optionalString,
   URL_FETCH_ALLOW: commaList,
   PLANS_PATH: optionalString,
   CATALOG_PATH: optionalString,
@@ -122,10 +139,30 @@ export interface Config {
     tokenUrl: string | undefined;
   };
   contentPolicyBlocklist: string[];
+  /** A whisper.cpp ggml model the operator brings; offers local whisper transcription. */
+  whisperModelPath: string | undefined;
   urlFetchAllow: string[];
   productFiles: { plans: string; catalog: string; assistants: string };
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   authLimits: { loginPerMinute: number; registerPerMinute: number; forgotPerHour: number };
+  /** Enabled upstreams by name (`openai`, …): either variable enables one; a key is optional. */
+  providers: Record<string, UpstreamConfig>;
+}
+
+export interface UpstreamConfig {
+  apiKey?: string;
+  baseUrl: string;
+}
+
+function upstreamsFrom(env: RawEnv): Record<string, UpstreamConfig> {
+  const providers: Record<string, UpstreamConfig> = {};
+  for (const [name, defaultBaseUrl] of Object.entries(UPSTREAM_PROVIDERS)) {
+    const apiKey = env(`${name.toUpperCase()}_API_KEY`);
+    const baseUrl = env(`${name.toUpperCase()}_BASE_URL`);
+    if (apiKey === undefined && baseUrl === undefined) continue;
+    providers[name] = { ...(apiKey !== undefined ? { apiKey } : {}), baseUrl: (baseUrl ?? defaultBaseUrl).replace(/\/+$/, '') };
+  }
+  return providers;
 }
 
 /** Repository root: two levels above this file, whether running from source or from dist/. */
@@ -207,6 +244,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       tokenUrl: e.OIDC_TOKEN_URL,
     },
     contentPolicyBlocklist: e.CONTENT_POLICY_BLOCKLIST.map((w) => w.toLowerCase()),
+    whisperModelPath: e.WHISPER_MODEL_PATH ? path.resolve(e.WHISPER_MODEL_PATH) : undefined,
     urlFetchAllow: e.URL_FETCH_ALLOW,
     productFiles: {
       plans: path.resolve(e.PLANS_PATH ?? path.join(productDir, 'plans.json')),
@@ -219,5 +257,6 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       registerPerMinute: e.AUTH_REGISTER_LIMIT_PER_MINUTE,
       forgotPerHour: e.AUTH_FORGOT_LIMIT_PER_HOUR,
     },
+    providers: upstreamsFrom(raw),
   };
 }

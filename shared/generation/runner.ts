@@ -193,7 +193,20 @@ export class GenerationRunner {
         return (await this.complete(generation, outcome)) ?? (await this.db.repo(Generation).findOneByOrFail({ id: generation.id }));
       } catch (error) {
         const transient = error instanceof ProviderError ? error.transient : !(error instanceof Error && error.name === 'AbortError');
-        if (attempt === 1 && transient && !combined.aborted) continue;
+        if (attempt === 1 && transient && !combined.aborted) {
+          // Honour the provider's Retry-After when it fits in the model's time budget.
+          const wait = error instanceof ProviderError ? (error.retryAfterMs ?? 0) : 0;
+          if (wait > 0 && wait < model.timeoutSeconds * 1000) {
+            await new Promise<void>((resolve) => {
+              const timer = setTimeout(resolve, wait);
+              combined.addEventListener('abort', () => {
+                clearTimeout(timer);
+                resolve();
+              }, { once: true });
+            });
+          }
+          if (!combined.aborted) continue;
+        }
         const failed = await this.fail(generation.id, failureMessage(error, combined));
         if (!(error instanceof ProviderError) && !combined.aborted) this.log.error({ err: error, generationId: generation.id }, 'generation failed');
         return failed ?? (await this.db.repo(Generation).findOneByOrFail({ id: generation.id }));

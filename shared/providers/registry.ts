@@ -13,10 +13,15 @@ export class ProviderRegistry {
     return this.adapters.has(name);
   }
 
-  /** True when the provider is configured and has the capability the category needs. */
-  canServe(name: string, category: Category): boolean {
+  /** True when the provider is configured, has the capability the category needs, and serves the model. */
+  canServe(name: string, category: Category, upstreamModel?: string): boolean {
     const adapter = this.adapters.get(name);
-    return adapter !== undefined && adapter[capabilityFor(category)] !== undefined;
+    if (adapter === undefined || adapter[capabilityFor(category)] === undefined) return false;
+    return upstreamModel === undefined || adapter.serves === undefined || adapter.serves(upstreamModel);
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled([...this.adapters.values()].map((a) => a.close?.()));
   }
 
   names(): string[] {

@@ -178,7 +178,7 @@ export interface ToolRequest {
   tool: string;
   prompt: string | null;
   image: Buffer;
-  /** Second image: the face source of face-swap, the mask of inpaint. */
+  /** Second image: the target of face-swap (whose face is replaced), the mask of inpaint. */
   secondImage: Buffer | null;
   params: Record<string, unknown>;
 }
@@ -192,6 +192,13 @@ export interface ToolProvider {
 /** One configured upstream (or the built-in local one): whatever capabilities it has. */
 export interface ProviderAdapter {
   name: string;
+  /**
+   * Whether this adapter can serve one upstream model of a capability it has (a local tool whose
+   * engine is missing, say). Absent: every model of its capabilities.
+   */
+  serves?(upstreamModel: string): boolean;
+  /** Ends worker threads and warm engines at shutdown. */
+  close?(): Promise<void>;
   text?: TextProvider;
   image?: ImageProvider;
   video?: VideoProvider;

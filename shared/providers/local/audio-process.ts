@@ -61,9 +61,10 @@ export function runProcess(label: string, binary: string, args: string[], option
       child.stdin.end(options.stdin);
     }
     child.on('error', (error) => {
-      if (signal.aborted) settle(() => reject(abortReason(signal)));
       // A process that never started emits no 'close' of its own on every platform: settle here.
-      else if (child.pid === undefined) settle(() => reject(new ProviderError('unavailable', `${label} could not be started: ${error.message}`)));
+      // An abort of a running one is settled on 'close', once it is really gone (not writing into
+      // a temp dir that the caller is about to remove).
+      if (child.pid === undefined) settle(() => reject(signal.aborted ? abortReason(signal) : new ProviderError('unavailable', `${label} could not be started: ${error.message}`)));
     });
     child.on('close', (code, killedBy) => {
       if (signal.aborted) settle(() => reject(abortReason(signal)));

@@ -8,6 +8,8 @@ import type { ProviderAdapter } from '../types';
 import { LocalImageProvider } from './image';
 import { LocalTextProvider } from './text';
 import { findFfmpeg, LocalVideoProvider } from './video';
+import { createLocalAudioProviders, localAudioEngines } from './audio-engines';
+import { LocalToolProvider, localToolEngines } from './tools';
 
 export { LocalTextProvider } from './text';
 export { LocalImageProvider } from './image';
@@ -15,22 +17,47 @@ export { LocalVideoProvider, findFfmpeg, videoDimensions } from './video';
 
 export const LOCAL_PROVIDER_NAME = 'local';
 
-/** The local adapter; a capability whose engine is missing is left out, so its models are not offered. */
-export function createLocalProvider(): ProviderAdapter {
+/**
+ * The local adapter; a capability whose engine is missing is left out, and a tool whose engine
+ * is missing is not served, so their models are not offered.
+ */
+export function createLocalProvider(options: { whisperModelPath?: string } = {}): ProviderAdapter {
+  const audio = createLocalAudioProviders({ whisperModelPath: options.whisperModelPath ?? null });
+  const tools = localToolEngines();
+  const toolProvider = new LocalToolProvider();
   return {
     name: LOCAL_PROVIDER_NAME,
     text: new LocalTextProvider(),
     image: new LocalImageProvider(),
     ...(findFfmpeg() ? { video: new LocalVideoProvider() } : {}),
+    ...(audio.speech ? { speech: audio.speech } : {}),
+    ...(audio.transcription ? { transcription: audio.transcription } : {}),
+    ...(audio.music ? { music: audio.music } : {}),
+    tool: toolProvider,
+    serves: (upstreamModel: string) => !(upstreamModel in tools) || tools[upstreamModel as keyof typeof tools],
+    close: async () => {
+      const speech = audio.speech as { close?: () => Promise<void> } | undefined;
+      await Promise.allSettled([toolProvider.close(), speech?.close?.()]);
+    },
   };
 }
 
 export interface LocalEngines {
   /** The ffmpeg binary the video provider runs (absolute path, or `ffmpeg` on PATH), or null: no local video. */
   ffmpeg: string | null;
+  pocketsphinx: string | null;
+  fluidsynth: string | null;
+  soundfont: string | null;
 }
 
 /** Which external engines the local provider found, so the service can log what is missing. */
 export function localEngines(): LocalEngines {
-  return { ffmpeg: findFfmpeg() };
+  return { ffmpeg: findFfmpeg(), ...localAudioEngines() };
+}
+
+/** Local tools whose engine cannot load here (logged at startup, shown in /health). */
+export function missingLocalTools(): string[] {
+  return Object.entries(localToolEngines())
+    .filter(([, ok]) => !ok)
+    .map(([tool]) => tool);
 }

@@ -9,6 +9,9 @@ import sharp from 'sharp';
 import { ProviderError } from '../../types';
 import type { FileOutput, ToolResult } from '../../types';
 
+/** A module-local binding: hot loops then skip a global lookup (an accessor under Jest's sandbox, ~50× slower). */
+const Math = globalThis.Math;
+
 /** The directory of an installed package (found through Node's lookup paths, exports maps ignored). */
 export function packageDir(name: string): string {
   const paths = require.resolve.paths(name) ?? [];
@@ -130,6 +133,23 @@ export async function encodePng(raw: RawImage): Promise<FileOutput> {
     .png({ compressionLevel: 6 })
     .toBuffer();
   return { bytes, contentType: 'image/png', extension: 'png' };
+}
+
+/** True when every alpha byte of interleaved RGBA data is 255. */
+export function isOpaque(rgba: Uint8Array): boolean {
+  for (let i = 3; i < rgba.length; i += 4) if (rgba[i] !== 255) return false;
+  return true;
+}
+
+/** Interleaved RGBA → RGB (alpha dropped). */
+export function dropAlpha(rgba: Uint8Array, width: number, height: number): RawImage {
+  const rgb = Buffer.alloc(width * height * 3);
+  for (let i = 0, j = 0; i < width * height; i++, j += 4) {
+    rgb[i * 3] = rgba[j];
+    rgb[i * 3 + 1] = rgba[j + 1];
+    rgb[i * 3 + 2] = rgba[j + 2];
+  }
+  return { data: rgb, width, height, channels: 3 };
 }
 
 export function imageResult(file: FileOutput, width: number, height: number): ToolResult {

@@ -32,8 +32,7 @@ export async function loadTf(): Promise<Tf> {
   return (await runtime.get()).tf;
 }
 
-export function tfBackend(): string | null {
-  if (!runtime.loaded) return null;
-  const tf: Tf = require('@tensorflow/tfjs');
-  return tf.getBackend();
+/** False once loading the runtime has failed (the packages are broken here). */
+export function tfLoadFailed(): boolean {
+  return runtime.failure !== null;
 }
