@@ -54,6 +54,7 @@ describe('image_url', () => {
     const res = await generate(user, { model: 'fake-image', prompt: 'like this', image_url: `http://127.0.0.1:${port}/cat.png` });
     expect(res.body.status).toBe('completed');
     expect(hits).toEqual(['/cat.png']);
+    // Fetched once, at acceptance; the provider got the stored bytes.
     expect((fake.calls[0]?.request as { inputImage: Buffer }).inputImage.equals(PNG)).toBe(true);
   });
 
@@ -72,12 +73,14 @@ describe('image_url', () => {
     expect(await app.container.db.repo(Generation).countBy({ userId: user.id })).toBe(0);
   });
 
-  it('fails a redirect to a private address without fetching it, uncharged', async () => {
+  it('refuses a redirect to a private address with 422, without following it, charging and storing nothing', async () => {
     const user = await registerUser(app);
     const res = await generate(user, { model: 'fake-image', prompt: 'x', image_url: `http://127.0.0.1:${port}/redirect` });
-    expect(res.body).toMatchObject({ status: 'failed', tokens_spent: 0 });
-    expect(res.body.error).toMatch(/refused: private address/);
+    expect(res.status).toBe(422);
+    expect(res.body.errors[0]).toMatchObject({ field: 'image_url', message: expect.stringMatching(/private address/) });
     expect(hits).toEqual(['/redirect']);
+    expect(fake.calls).toHaveLength(0);
+    expect(await app.container.db.repo(Generation).countBy({ userId: user.id })).toBe(0);
   });
 
   it('reads data: URLs and this service\'s own result URLs without fetching', async () => {

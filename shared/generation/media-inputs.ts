@@ -49,6 +49,30 @@ export class MediaInputs implements InputFetcher {
     }
   }
 
+  /**
+   * Fetches a user's URL at acceptance and keeps the bytes as an upload, returning this service's
+   * own URL for them: every refusal or failure of the fetch (a redirect to a private address, a
+   * 404, a timeout, too large) is then a 422 before anything is held or charged. Own URLs are
+   * only checked.
+   */
+  async intake(url: string, field: string): Promise<string> {
+    if (this.ownKey(url) !== null) {
+      await this.check(url, field);
+      return url;
+    }
+    let fetched: { bytes: Buffer; contentType: string | null };
+    try {
+      fetched = await this.fetcher.fetch(url);
+    } catch (error) {
+      if (error instanceof UrlRefusedError) throw AppError.validation(field, `cannot be fetched: ${error.reason}`);
+      if (error instanceof UrlFetchError) throw AppError.validation(field, `could not be fetched: ${error.message}`);
+      throw error;
+    }
+    if (fetched.bytes.length === 0) throw AppError.validation(field, 'points at an empty file');
+    const stored = await this.storage.put('uploads', fetched.bytes, fetched.contentType ?? 'application/octet-stream', 'bin');
+    return `${this.ownPrefix}${stored.key}`;
+  }
+
   async fetch(url: string, signal: AbortSignal): Promise<Buffer> {
     const own = this.ownKey(url);
     if (own !== null) {

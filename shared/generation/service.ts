@@ -142,10 +142,6 @@ export class Generations {
     const model = this.model(request.model);
     if (!this.plans.allows(caller.plan.name, model.minPlan)) throw new AppError('insufficient_plan');
     const { input, price } = this.quote(model, request);
-    for (const name of URL_PARAMS) {
-      const value = input.params[name];
-      if (typeof value === 'string') await this.inputs.check(value, name);
-    }
     const now = this.clock();
     const userId = caller.user.id;
 
@@ -164,6 +160,16 @@ export class Generations {
       });
     }
 
+    // Media are fetched now, so a URL that cannot be read is a 422 and nothing is held or counted.
+    try {
+      for (const name of URL_PARAMS) {
+        const value = input.params[name];
+        if (typeof value === 'string') input.params[name] = await this.inputs.intake(value, name);
+      }
+    } catch (error) {
+      await this.limiter.refund(userId, caller.plan);
+      throw error;
+    }
     const storedInput = await serializeInput(input, this.storage);
     let generation: Generation;
     try {
