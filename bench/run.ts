@@ -18,6 +18,7 @@ import { Generation } from '../shared/db/entities';
 import { startWorker } from '../shared/jobs/worker';
 import { FakeProvider } from '../test/helpers/fake-provider';
 import { freshStores } from '../test/helpers/stores';
+import { benchLocal } from './local';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 8);
 const catalog = path.join(__dirname, '..', 'test', 'fixtures', 'catalog.json');
@@ -150,6 +151,7 @@ async function main(): Promise<void> {
   const redisUrl = process.env.BENCH_REDIS_URL ?? process.env.TEST_REDIS_URL;
   if (databaseUrl && redisUrl) await benchStores('MySQL + Redis (bee-queue)', { DATABASE_URL: databaseUrl, REDIS_URL: redisUrl });
   else console.log('\n(set BENCH_DATABASE_URL and BENCH_REDIS_URL to measure MySQL + Redis too)');
+  if (process.env.BENCH_LOCAL !== '0') await benchLocal();
 }
 
 main().then(
