@@ -87,3 +87,13 @@ it('colorizes, transfers a style and inpaints', async () => {
   const painted = await t.app.http().post('/api/v2/inpaint').set(...auth()).attach('image', grey, 'i.png').attach('mask', mask, 'm.png');
   expect(painted.body).toMatchObject({ status: 'completed', tokens_spent: 3 });
 }, 90_000);
+
+it('refuses an upscale input above the pixel cap with 422 in both forms, charging nothing', async () => {
+  const big = await sharp({ create: { width: 600, height: 600, channels: 3, background: '#468' } }).png().toBuffer();
+  const before = (await t.app.http().get('/api/v2/user/balance').set(...auth())).body.token_balance;
+  const multipart = await t.app.http().post('/api/v2/tools').set(...auth()).field('model', 'upscale-esrgan').field('scale', '4').attach('source_image', big, 'big.png');
+  expect(multipart.status).toBe(422);
+  const json = await t.app.http().post('/api/v2/generate').set(...auth()).send({ model: 'upscale', image_url: `data:image/png;base64,${big.toString('base64')}`, scale: 4 });
+  expect(json.status).toBe(422);
+  expect((await t.app.http().get('/api/v2/user/balance').set(...auth())).body.token_balance).toBe(before);
+});

@@ -2,7 +2,9 @@
  * The generate pipeline: resolve the model → plan gate → validate → price → plan limit → hold the
  * price and insert the row in one transaction → run (synchronous models) or enqueue.
  */
+import sharp from 'sharp';
 import type { Catalog } from '../catalog';
+import { checkUpscaleInput } from '../providers/local/tools';
 import { priceOf } from '../catalog/pricing';
 import type { CatalogModel } from '../catalog/types';
 import type { Clock } from '../clock';
@@ -165,6 +167,14 @@ export class Generations {
       for (const name of URL_PARAMS) {
         const value = input.params[name];
         if (typeof value === 'string') input.params[name] = await this.inputs.intake(value, name);
+      }
+      if (model.upstreamModel === 'upscale-esrgan' && typeof input.params.image_url === 'string') {
+        // The local upscaler's pixel caps keep a request within seconds: refuse larger inputs up front.
+        const bytes = await this.inputs.fetch(input.params.image_url, AbortSignal.timeout(10_000));
+        const { width = 0, height = 0 } = await sharp(bytes).metadata().catch(() => ({ width: 0, height: 0 }));
+        const scale = input.params.scale === 4 ? 4 : 2;
+        const problem = checkUpscaleInput(width, height, scale);
+        if (problem) throw AppError.validation('image_url', problem);
       }
     } catch (error) {
       await this.limiter.refund(userId, caller.plan);
