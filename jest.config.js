@@ -26,7 +26,18 @@ const base = {
 
 const projects = [{ ...base, displayName: 'sqlite', setupFiles: ['<rootDir>/test/setup/sqlite.ts'] }];
 if (process.env.TEST_DATABASE_URL || process.env.TEST_REDIS_URL) {
-  projects.push({ ...base, displayName: 'mysql+redis', setupFiles: ['<rootDir>/test/setup/mysql-redis.ts'] });
+  projects.push({
+    ...base,
+    displayName: 'mysql+redis',
+    setupFiles: ['<rootDir>/test/setup/mysql-redis.ts'],
+    // Unit tests of the local engines, the catalog, the config and the URL fetcher touch no
+    // store: running them twice only doubles the heaviest native work.
+    testPathIgnorePatterns: [
+      '/node_modules/',
+      '/test/local-(audio|tools|providers)\\.test\\.ts$',
+      '/test/(catalog|config|url-fetch|mail)\\.test\\.ts$',
+    ],
+  });
 }
 
 module.exports = {
