@@ -9,6 +9,7 @@ import type { Clock } from '../clock';
 import type { Database } from '../db/database';
 import { AssistantInstall } from '../db/entities';
 import { AppError } from '../errors';
+import { isDuplicateKey } from '../db/errors';
 
 const AssistantSchema = z.object({
   id: z.string().regex(/^[a-z0-9][a-z0-9-]{0,63}$/),
@@ -47,10 +48,6 @@ export function loadAssistants(file: string): Assistant[] {
   return parsed.data.assistants;
 }
 
-function isDuplicateKey(error: unknown): boolean {
-  const e = error as { code?: string; message?: string };
-  return e.code === 'ER_DUP_ENTRY' || /UNIQUE constraint failed/i.test(e.message ?? '');
-}
 
 export class Assistants {
   private readonly byId: Map<string, Assistant>;

@@ -12,6 +12,7 @@ import type { Logger } from '../log';
 import type { Users } from '../accounts/users';
 import type { ClientInfo, Sessions } from './sessions';
 import type { SignedIn } from './password-accounts';
+import { isDuplicateKey } from '../db/errors';
 
 export interface OidcSettings {
   issuer: string | undefined;
@@ -174,7 +175,7 @@ export class IdentityProviderLogin {
       return await signIn();
     } catch (error) {
       // Two first logins at once: the unique indexes let one create; the retry finds its identity.
-      if (/UNIQUE|Duplicate/i.test((error as Error).message)) return signIn();
+      if (isDuplicateKey(error)) return signIn();
       throw error;
     }
   }

@@ -11,6 +11,7 @@ import type { Users } from '../accounts/users';
 import { constantTimeEqual } from './secrets';
 import type { ClientInfo, Sessions } from './sessions';
 import type { SignedIn } from './password-accounts';
+import { isDuplicateKey } from '../db/errors';
 
 export const MESSENGER_AUTH_MAX_AGE_SECONDS = 86_400;
 
@@ -91,7 +92,7 @@ export class MessengerLogin {
         });
       } catch (error) {
         // Two first contacts at once: the unique identity index lets one create; the other reads it.
-        if (attempt === 0 && /UNIQUE|Duplicate/i.test((error as Error).message)) continue;
+        if (attempt === 0 && isDuplicateKey(error)) continue;
         throw error;
       }
     }

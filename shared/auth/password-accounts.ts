@@ -14,6 +14,7 @@ import type { Users } from '../accounts/users';
 import { decoyPasswordHash, hashPassword, verifyPassword } from './passwords';
 import { randomToken, sha256Hex } from './secrets';
 import type { ClientInfo, Sessions, StartedSession } from './sessions';
+import { isDuplicateKey } from '../db/errors';
 
 export const RESET_TOKEN_TTL_SECONDS = 3600;
 
@@ -25,10 +26,6 @@ export function normalizeEmail(email: string): string {
   return email.trim().toLowerCase();
 }
 
-function isDuplicateKey(error: unknown): boolean {
-  const e = error as { code?: string; errno?: number; message?: string };
-  return e.code === 'ER_DUP_ENTRY' || e.code === 'SQLITE_CONSTRAINT_UNIQUE' || /UNIQUE constraint failed/.test(e.message ?? '');
-}
 
 export class PasswordAccounts {
   constructor(

@@ -26,6 +26,7 @@ import type { MediaInputs } from './media-inputs';
 const URL_PARAMS = ['image_url', 'audio_url', 'target_image_url', 'mask_url'];
 import { CANCELLED, GenerationRunner } from './runner';
 import { serializeInput } from './stored-input';
+import { isDuplicateKey } from '../db/errors';
 
 export interface GenerationCaller {
   user: User;
@@ -57,10 +58,6 @@ export const IDEMPOTENCY_WINDOW_MS = 24 * 3600 * 1000;
 export const CONTENT_POLICY_ERROR = 'Content policy violation';
 const PROMPT_HISTORY_LENGTH = 4000;
 
-function isDuplicateKey(error: unknown): boolean {
-  const e = error as { code?: string; message?: string };
-  return e.code === 'ER_DUP_ENTRY' || /UNIQUE constraint failed/i.test(e.message ?? '');
-}
 
 export function parseGenerationId(raw: string | number | undefined): number {
   const text = String(raw ?? '');

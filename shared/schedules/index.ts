@@ -16,6 +16,7 @@ import type { Logger } from '../log';
 import type { PlanTable } from '../plans';
 import type { Queue } from '../queue/types';
 import type { Users } from '../accounts/users';
+import { isDuplicateKey } from '../db/errors';
 
 export const MAX_SCHEDULES_PER_USER = 50;
 export const MAX_CONSECUTIVE_FAILURES = 5;
@@ -71,10 +72,6 @@ export const ScheduleInput = z.object({
 });
 export type ScheduleFields = z.infer<typeof ScheduleInput>;
 
-function isDuplicateKey(error: unknown): boolean {
-  const e = error as { code?: string; message?: string };
-  return e.code === 'ER_DUP_ENTRY' || /UNIQUE constraint failed/i.test(e.message ?? '');
-}
 
 /** Sends a schedule's result to its owner's chat (the bot), when there is one. */
 export type ChatRecipient = (generation: Generation, user: User) => Promise<void>;

@@ -15,6 +15,7 @@ import { createTelegramApi, isNotModified, isParseError, isTransient, isUnreacha
 import { escapeHtml, markdownToHtml, splitMessage } from './format';
 import { ChatStates, createKeyValueStore, KeyValueStore } from './state';
 import { Texts, textsFor } from './texts';
+import { isDuplicateKey } from '../db/errors';
 
 /** Edits of a streaming reply: at most one per interval, and only when the text grew this much. */
 export const STREAM_EDIT_INTERVAL_MS = 1000;
@@ -38,7 +39,7 @@ export class BotDeliveries {
       );
       return true;
     } catch (error) {
-      if (/UNIQUE|Duplicate/i.test((error as Error).message)) return false;
+      if (isDuplicateKey(error)) return false;
       throw error;
     }
   }
