@@ -115,9 +115,10 @@ export class Webhooks {
     }
   }
 
-  private async enqueueDelivery(hook: Webhook, event: string, generationId: number | null, payload: object): Promise<WebhookDelivery> {
+  /** A pending delivery row for one event to one webhook. */
+  private async insertDelivery(hook: Webhook, event: string, generationId: number | null, payload: object): Promise<WebhookDelivery> {
     const now = this.clock();
-    const delivery = await this.db.transaction(async (em) => {
+    return this.db.transaction(async (em) => {
       const row = em.getRepository(WebhookDelivery).create({
         webhookId: hook.id,
         event,
@@ -135,6 +136,10 @@ export class Webhooks {
       row.id = Number(inserted.identifiers[0]?.id);
       return row;
     });
+  }
+
+  private async enqueueDelivery(hook: Webhook, event: string, generationId: number | null, payload: object): Promise<WebhookDelivery> {
+    const delivery = await this.insertDelivery(hook, event, generationId, payload);
     await this.queue.enqueue('webhook.deliver', { deliveryId: delivery.id }, { jobId: `whd-${delivery.id}-0` });
     return delivery;
   }
@@ -142,25 +147,7 @@ export class Webhooks {
   /** POST /webhooks/{id}/test: a `ping` delivered now (and retried like any other if it fails). */
   async ping(userId: number, id: number): Promise<WebhookDelivery> {
     const hook = await this.get(userId, id);
-    const now = this.clock();
-    const delivery = await this.db.transaction(async (em) => {
-      const row = em.getRepository(WebhookDelivery).create({
-        webhookId: hook.id,
-        event: 'ping',
-        generationId: null,
-        payload: JSON.stringify({ event: 'ping', webhook_id: hook.id, sent_at: now.toISOString() }),
-        status: 'pending',
-        attempts: 0,
-        lastStatusCode: null,
-        lastError: null,
-        nextAttemptAt: now,
-        createdAt: now,
-        deliveredAt: null,
-      });
-      const inserted = await em.getRepository(WebhookDelivery).insert(row);
-      row.id = Number(inserted.identifiers[0]?.id);
-      return row;
-    });
+    const delivery = await this.insertDelivery(hook, 'ping', null, { event: 'ping', webhook_id: hook.id, sent_at: this.clock().toISOString() });
     await this.deliver(delivery.id);
     return this.db.repo(WebhookDelivery).findOneByOrFail({ id: delivery.id });
   }
