@@ -4,6 +4,7 @@
  * category/type); only `id` differs: integer in shape A, "gen_<n>" in shape B (decisions.md).
  */
 import type { Catalog } from '../../shared/catalog';
+import type { Container } from '../../shared/container';
 import type { Generation } from '../../shared/db/entities';
 import { iso } from '../../shared/accounts/present';
 
@@ -112,4 +113,10 @@ export function presentHistoryItem(generation: Generation, catalog: Catalog, pub
     schedule_id: generation.scheduleId,
     created_at: iso(generation.createdAt),
   };
+}
+
+/** A generation with its owner's current balance (`balance_remaining`), as every generation endpoint answers. */
+export async function presentWithBalance(container: Container, generation: Generation, shape: IdShape) {
+  const balance = await container.users.balanceOf(generation.userId);
+  return presentGeneration(generation, shape, { publicBaseUrl: container.config.publicBaseUrl, now: container.clock(), balance });
 }

@@ -8,7 +8,7 @@ import { parseGenerationId } from '../../shared/generation/service';
 import { AppContext, AppCustom, AppState, callerOf } from '../context';
 import { parseBody } from '../http';
 import { requireAuth, setRateLimitHeaders } from '../middleware/auth';
-import { idShapeForCategory, IdShape, presentGeneration } from '../presenters/generation';
+import { idShapeForCategory, IdShape, presentWithBalance } from '../presenters/generation';
 import type { Generation } from '../../shared/db/entities';
 import { z } from 'zod';
 
@@ -23,10 +23,8 @@ function idempotencyKey(ctx: AppContext): string | undefined {
   return key;
 }
 
-async function present(ctx: AppContext, generation: Generation, shape: IdShape) {
-  const { users, config, clock } = ctx.container;
-  const balance = await users.balanceOf(generation.userId);
-  return presentGeneration(generation, shape, { publicBaseUrl: config.publicBaseUrl, now: clock(), balance });
+function present(ctx: AppContext, generation: Generation, shape: IdShape) {
+  return presentWithBalance(ctx.container, generation, shape);
 }
 
 function sse(stream: PassThrough, event: string, data: unknown): void {

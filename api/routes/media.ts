@@ -4,15 +4,13 @@
  * forms, as this service's own URLs.
  */
 import Router from '@koa/router';
-import sharp from 'sharp';
-import { checkUpscaleInput } from '../../shared/providers/local/tools';
 import type { Category } from '../../shared/catalog/types';
 import { AppError } from '../../shared/errors';
 import { splitRequestBody } from '../../shared/generation/input';
 import { parseGenerationId } from '../../shared/generation/service';
 import { AppContext, AppCustom, AppState, callerOf } from '../context';
 import { requireAuth, setRateLimitHeaders } from '../middleware/auth';
-import { presentGeneration } from '../presenters/generation';
+import { presentWithBalance } from '../presenters/generation';
 import { formField, multipartBody, UploadedMedia, uploadedAudio, uploadedImage } from '../uploads';
 
 async function store(ctx: AppContext, media: UploadedMedia): Promise<string> {
@@ -29,21 +27,18 @@ function booleanField(ctx: AppContext, name: string): boolean | undefined {
 }
 
 async function run(ctx: AppContext, category: Category, body: Record<string, unknown>): Promise<void> {
-  const { generations, users, config, clock } = ctx.container;
+  const { generations } = ctx.container;
   const model = generations.model(typeof body.model === 'string' ? body.model : undefined);
   if (model.category !== category) throw AppError.validation('model', `must be a ${category} model`);
   const accepted = await generations.start(callerOf(ctx), splitRequestBody(body), { source: 'api' });
   if (accepted.limits) setRateLimitHeaders(ctx, accepted.limits);
-  const balance = await users.balanceOf(accepted.generation.userId);
-  ctx.body = presentGeneration(accepted.generation, 'A', { publicBaseUrl: config.publicBaseUrl, now: clock(), balance });
+  ctx.body = await presentWithBalance(ctx.container, accepted.generation, 'A');
 }
 
 async function show(ctx: AppContext, rawId: string | undefined, categories: string[]): Promise<void> {
-  const { generations, users, config, clock } = ctx.container;
-  const generation = await generations.get(callerOf(ctx).user.id, parseGenerationId(rawId));
+  const generation = await ctx.container.generations.get(callerOf(ctx).user.id, parseGenerationId(rawId));
   if (!categories.includes(generation.category)) throw new AppError('not_found');
-  const balance = await users.balanceOf(generation.userId);
-  ctx.body = presentGeneration(generation, 'A', { publicBaseUrl: config.publicBaseUrl, now: clock(), balance });
+  ctx.body = await presentWithBalance(ctx.container, generation, 'A');
 }
 
 export function mediaRoutes(): Router<AppState, AppCustom> {
@@ -74,13 +69,6 @@ export function mediaRoutes(): Router<AppState, AppCustom> {
     for (const name of ['scale', 'style']) {
       const value = formField(ctx, name);
       if (value !== undefined && value !== '') params[name] = name === 'scale' && /^\d+$/.test(value) ? Number(value) : value;
-    }
-    if (found.upstreamModel === 'upscale-esrgan') {
-      // The pixel cap is known from the upload: refuse up front rather than fail the generation.
-      const { width = 0, height = 0 } = await sharp(source.bytes).metadata();
-      const scale = params.scale === undefined ? 2 : Number(params.scale);
-      const problem = scale === 2 || scale === 4 ? checkUpscaleInput(width, height, scale) : null;
-      if (problem) throw AppError.validation('source_image', problem);
     }
     const prompt = formField(ctx, 'prompt');
     await run(ctx, 'tool', {
