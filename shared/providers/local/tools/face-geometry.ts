@@ -12,10 +12,8 @@ const Math = globalThis.Math;
 export type Point = readonly [number, number];
 export type Triangle = readonly [number, number, number];
 
-/** Delaunay triangles (indices into `points`) by Bowyer–Watson; duplicate points are ignored. */
-export function delaunay(points: readonly Point[]): Triangle[] {
-  const n = points.length;
-  if (n < 3) return [];
+/** The smallest axis-aligned box around the points. */
+export function boundingBox(points: readonly Point[]): { minX: number; minY: number; maxX: number; maxY: number } {
   let minX = Infinity;
   let minY = Infinity;
   let maxX = -Infinity;
@@ -26,6 +24,14 @@ export function delaunay(points: readonly Point[]): Triangle[] {
     maxX = Math.max(maxX, x);
     maxY = Math.max(maxY, y);
   }
+  return { minX, minY, maxX, maxY };
+}
+
+/** Delaunay triangles (indices into `points`) by Bowyer–Watson; duplicate points are ignored. */
+export function delaunay(points: readonly Point[]): Triangle[] {
+  const n = points.length;
+  if (n < 3) return [];
+  const { minX, minY, maxX, maxY } = boundingBox(points);
   const span = Math.max(maxX - minX, maxY - minY, 1);
   const midX = (minX + maxX) / 2;
   const midY = (minY + maxY) / 2;

@@ -15,7 +15,7 @@ import { ProviderError } from '../../types';
 import type { CallOptions, ToolResult } from '../../types';
 import { decodeImage, encodePng, engineUnavailable, imageResult, lazy, packageDir, throwIfAborted } from './common';
 import type { RawImage } from './common';
-import { cloneSeamless, convexHull, delaunay, transferColour, warpPiecewiseAffine } from './face-geometry';
+import { boundingBox, cloneSeamless, convexHull, delaunay, transferColour, warpPiecewiseAffine } from './face-geometry';
 import type { Point } from './face-geometry';
 import { loadTf, tfLoadFailed } from './tf';
 
@@ -138,16 +138,7 @@ export function swapFace(source: RawImage, sourceLandmarks: readonly Point[], ta
   }
   cx /= hull.length;
   cy /= hull.length;
-  let minX = Infinity;
-  let minY = Infinity;
-  let maxX = -Infinity;
-  let maxY = -Infinity;
-  for (const [x, y] of targetLandmarks) {
-    minX = Math.min(minX, x);
-    minY = Math.min(minY, y);
-    maxX = Math.max(maxX, x);
-    maxY = Math.max(maxY, y);
-  }
+  const { minX, minY, maxX, maxY } = boundingBox(targetLandmarks);
   const faceSize = Math.max(maxX - minX, maxY - minY);
   // Work on a crop of the target around the face.
   const margin = 4;
