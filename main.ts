@@ -4,6 +4,7 @@
  */
 import { startHttpServer } from './api/server';
 import { startBot } from './bot/run';
+import { createBotWebhook } from './bot/webhook';
 import { buildContainer } from './shared/container';
 import { startWorker } from './shared/jobs/worker';
 import { localEngines, missingLocalTools } from './shared/providers/local';
@@ -26,9 +27,12 @@ void runProcess('all', process.env, async (config, log) => {
   const worker = await startWorker(container);
   const clock = new ClockRunner(container.schedules, container.db, log, container.queue);
   await clock.start();
-  const http = await startHttpServer(container, config.port);
-  // The Telegram bot (long polling) beside the API when a token is configured.
-  const bot = config.telegram.botToken ? [await startBot(container)] : [];
+  // The Telegram bot beside the API when a token is configured: through the API's HTTP server
+  // when BOT_WEBHOOK_URL is set, otherwise by long polling.
+  const webhook = config.telegram.botToken && config.telegram.webhookUrl ? createBotWebhook(container) : null;
+  const http = await startHttpServer(container, config.port, { extraRoutes: webhook ? [webhook.middleware] : [] });
+  if (webhook) await webhook.register();
+  const bot = webhook ? [webhook] : config.telegram.botToken ? [await startBot(container)] : [];
   log.info(`gensvc is up: ${config.publicBaseUrl}`);
   return [{ name: 'stores', stop: () => container.close() }, worker, clock, http, ...bot];
 });

@@ -18,10 +18,19 @@ import { keyRoutes } from './routes/keys';
 import { scheduleRoutes } from './routes/schedules';
 import { userRoutes } from './routes/user';
 import { webhookRoutes } from './routes/webhooks';
+import { providerWebhookRoutes } from './routes/provider-webhooks';
 
 export const JSON_BODY_LIMIT = '1mb';
 
-export function createApp(container: Container): Koa<AppState, AppCustom> {
+export interface AppOptions {
+  /**
+   * Middleware the entry point mounts after body parsing and before the API's routers (e.g. the
+   * Telegram webhook): api and bot never import each other, the process composes them.
+   */
+  extraRoutes?: Koa.Middleware[];
+}
+
+export function createApp(container: Container, options: AppOptions = {}): Koa<AppState, AppCustom> {
   const app = new Koa<AppState, AppCustom>({ proxy: container.config.trustProxy });
   app.context.container = container;
   // Errors are answered by errorMiddleware; Koa's own handler would only log them again.
@@ -50,6 +59,8 @@ export function createApp(container: Container): Koa<AppState, AppCustom> {
     json: true,
     jsonStrict: true,
     jsonLimit: JSON_BODY_LIMIT,
+    // Provider webhooks verify their signature over the bytes as sent.
+    includeUnparsed: true,
     urlencoded: false,
     text: false,
     multipart: false,
@@ -71,7 +82,8 @@ export function createApp(container: Container): Koa<AppState, AppCustom> {
     }
   });
 
-  const routers = [healthRoutes(), fileRoutes(), authRoutes(), userRoutes(), historyRoutes(), keyRoutes(), modelRoutes(), generateRoutes(), mediaRoutes(), assistantRoutes(), webhookRoutes(), scheduleRoutes()];
+  for (const middleware of options.extraRoutes ?? []) app.use(middleware);
+  const routers = [healthRoutes(), fileRoutes(), authRoutes(), userRoutes(), historyRoutes(), keyRoutes(), modelRoutes(), generateRoutes(), mediaRoutes(), assistantRoutes(), webhookRoutes(), scheduleRoutes(), providerWebhookRoutes()];
   for (const router of routers) {
     app.use(router.routes());
     // Not thrown: the router then sets the Allow header a 405 must carry; errorMiddleware writes the body.

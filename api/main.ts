@@ -1,10 +1,18 @@
-/** Procfile `web`: the HTTP API. Does not migrate (the `release` role does). */
+/**
+ * Procfile `web`: the HTTP API, and with BOT_WEBHOOK_URL (and TELEGRAM_BOT_TOKEN) the Telegram
+ * bot's webhook. Does not migrate (the `release` role does).
+ */
+import { createBotWebhook } from '../bot/webhook';
 import { buildContainer } from '../shared/container';
 import { runProcess } from '../shared/lifecycle';
 import { startHttpServer } from './server';
 
 void runProcess('web', process.env, async (config, log) => {
   const container = await buildContainer(config, { migrate: false, log });
-  const http = await startHttpServer(container, config.port);
-  return [{ name: 'stores', stop: () => container.close() }, http];
+  const webhook = config.telegram.botToken && config.telegram.webhookUrl ? createBotWebhook(container) : null;
+  const http = await startHttpServer(container, config.port, { extraRoutes: webhook ? [webhook.middleware] : [] });
+  // Every web process sets the same webhook (idempotent): no one of them is special.
+  if (webhook) await webhook.register();
+  const bot = webhook ? [webhook] : [];
+  return [{ name: 'stores', stop: () => container.close() }, ...bot, http];
 });

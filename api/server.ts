@@ -1,11 +1,11 @@
 import http from 'node:http';
 import type { Container } from '../shared/container';
 import type { Stoppable } from '../shared/lifecycle';
-import { createApp } from './app';
+import { AppOptions, createApp } from './app';
 
 /** Starts the HTTP API; stopping it stops accepting and waits for requests in flight. */
-export async function startHttpServer(container: Container, port: number): Promise<Stoppable & { server: http.Server }> {
-  const server = http.createServer(createApp(container).callback());
+export async function startHttpServer(container: Container, port: number, options: AppOptions = {}): Promise<Stoppable & { server: http.Server }> {
+  const server = http.createServer(createApp(container, options).callback());
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

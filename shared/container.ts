@@ -18,8 +18,13 @@ import { MediaInputs } from './generation/media-inputs';
 import { GenerationRunner } from './generation/runner';
 import { Generations } from './generation/service';
 import { createLocalProvider } from './providers/local';
+import { createLlamaProvider } from './providers/llama';
 import { createOpenAIProvider } from './providers/openai';
+import { createElevenLabsProvider } from './providers/elevenlabs';
+import { createDeepgramProvider } from './providers/deepgram';
+import { createReplicateProvider, PredictionSignals } from './providers/replicate';
 import { ProviderRegistry } from './providers/registry';
+import { LocalProviderSlots, ProviderSlots, RedisProviderSlots } from './providers/concurrency';
 import type { ProviderAdapter } from './providers/types';
 import { BeeQueueBackend } from './queue/bee';
 import { InProcessQueue } from './queue/in-process';
@@ -70,6 +75,8 @@ export interface Container {
   schedules: Schedules;
   maintenance: Maintenance;
   links: AccountLinks;
+  /** Wakes a polling provider adapter when its prediction's webhook arrives (any process). */
+  predictionSignals: PredictionSignals;
   close(): Promise<void>;
 }
 
@@ -89,10 +96,15 @@ export interface ContainerOptions {
 }
 
 /** The provider adapters this deployment has: the built-in local one first, then each configured upstream. */
-function configuredProviders(config: Config, fetchImpl: typeof fetch): ProviderAdapter[] {
+function configuredProviders(config: Config, fetchImpl: typeof fetch, predictionSignals: PredictionSignals, log: Logger): ProviderAdapter[] {
   const adapters = [createLocalProvider({ whisperModelPath: config.whisperModelPath })];
   const openai = config.providers.openai;
   if (openai) adapters.push(createOpenAIProvider({ ...openai, fetch: fetchImpl }));
+  if (config.providers.elevenlabs) adapters.push(createElevenLabsProvider({ ...config.providers.elevenlabs, fetch: fetchImpl }));
+  if (config.providers.deepgram) adapters.push(createDeepgramProvider({ ...config.providers.deepgram, fetch: fetchImpl }));
+  const replicateWebhook = config.replicateWebhook ? { url: `${config.publicBaseUrl}/api/v2/providers/replicate/webhook`, signals: predictionSignals } : undefined;
+  if (config.providers.replicate) adapters.push(createReplicateProvider({ ...config.providers.replicate, fetch: fetchImpl, webhook: replicateWebhook }));
+  if (config.llmModelPath) adapters.push(createLlamaProvider({ modelPath: config.llmModelPath, log }));
   return adapters;
 }
 
@@ -117,7 +129,13 @@ export async function buildContainer(config: Config, options: ContainerOptions):
   const generationLimiter = new GenerationLimiter(redis, config.redisPrefix);
   const authLimiter = new AuthLimiter(redis, config.redisPrefix, config.authLimits);
 
-  const providers = new ProviderRegistry([...configuredProviders(config, fetchImpl), ...(options.providers ?? [])]);
+  const redisUrl = config.redisUrl;
+  const predictionSignals = new PredictionSignals({
+    connect: redisUrl ? () => createRedis(redisUrl) : undefined,
+    prefix: config.redisPrefix,
+    onError: (error) => log.warn({ err: error.message }, 'prediction signals: redis error'),
+  });
+  const providers = new ProviderRegistry([...configuredProviders(config, fetchImpl, predictionSignals, log), ...(options.providers ?? [])]);
   const catalog = new Catalog(loadCatalogFile(config.productFiles.catalog), plans, (name, category, upstreamModel) =>
     providers.canServe(name, category, upstreamModel),
   );
@@ -126,7 +144,10 @@ export async function buildContainer(config: Config, options: ContainerOptions):
     ? new BeeQueueBackend(config.redisUrl, config.redisPrefix, log, options.processesJobs ?? false)
     : new InProcessQueue(log);
   const inputs = new MediaInputs(config.publicBaseUrl, storage, config.urlFetchAllow);
-  const runner = new GenerationRunner(db, catalog, providers, storage, inputs, clock, log);
+  const slots: ProviderSlots = redis
+    ? new RedisProviderSlots(redis, config.redisPrefix, config.providerConcurrency)
+    : new LocalProviderSlots(config.providerConcurrency);
+  const runner = new GenerationRunner(db, catalog, providers, storage, inputs, clock, log, slots);
   const assistants = new Assistants(loadAssistants(config.productFiles.assistants), db, clock);
   const generations = new Generations(db, catalog, plans, generationLimiter, queue, runner, storage, inputs, assistants, clock, config.contentPolicyBlocklist, log);
   const history = new History(db, generations, storage, clock);
@@ -177,9 +198,11 @@ export async function buildContainer(config: Config, options: ContainerOptions):
     schedules,
     maintenance,
     links: new AccountLinks(db, clock),
+    predictionSignals,
     async close() {
       await queue.close();
       await providers.close();
+      await predictionSignals.close();
       mailer.close();
       if (redis) await redis.quit().catch(() => redis.disconnect());
       if (!options.dataSource) await db.close();

@@ -106,7 +106,18 @@ describe('/start', () => {
     tg.message(ann, '/start');
     const greeting = await lastMessage(ann.id);
     expect(greeting.params.text).toMatch(/^Hello, Ann!/);
-    expect(buttons(greeting)).toEqual(['menu:chat', 'menu:image', 'menu:balance', 'menu:history', 'menu:settings', 'menu:help']);
+    expect(buttons(greeting)).toEqual([
+      'menu:chat',
+      'menu:image',
+      'menu:video',
+      'menu:music',
+      'menu:voice',
+      'menu:tools',
+      'menu:balance',
+      'menu:history',
+      'menu:settings',
+      'menu:help',
+    ]);
     const user = await userOf(ann.id);
     expect(user).toMatchObject({ email: null, messengerUsername: ann.username, plan: 'free', language: 'en', subscriptionTokens: 50 });
 

@@ -105,14 +105,14 @@ describe('shipped catalog: shape', () => {
     }
   });
 
-  it('names its providers: openai, replicate, elevenlabs, deepgram, local', () => {
-    expect(new Set(models.map((m) => m.provider))).toEqual(new Set(['openai', 'replicate', 'elevenlabs', 'deepgram', 'local']));
+  it('names its providers: openai, replicate, elevenlabs, deepgram, local, llama (the operator\'s GGUF model)', () => {
+    expect(new Set(models.map((m) => m.provider))).toEqual(new Set(['openai', 'replicate', 'elevenlabs', 'deepgram', 'local', 'llama']));
   });
 });
 
 describe('text', () => {
   it('has at least four streaming upstream chat models, one free, one vision-capable, each with its context size', () => {
-    const chats = models.filter((m) => m.category === 'text' && m.provider !== 'local');
+    const chats = models.filter((m) => m.category === 'text' && m.provider !== 'local' && m.provider !== 'llama');
     expect(chats.length).toBeGreaterThanOrEqual(4);
     for (const m of chats) {
       expect(m.sync).toBe(true);

@@ -2,6 +2,7 @@
  * The one configuration object. Deployment settings and secrets come from the environment and are
  * validated here, once, at boot; `process.env` is read nowhere else (entry points pass it in).
  */
+import crypto from 'node:crypto';
 import path from 'node:path';
 import { z } from 'zod';
 
@@ -92,6 +93,10 @@ const EnvSchema = z.object({
   TELEGRAM_BOT_TOKEN: optionalString,
   TELEGRAM_API_ROOT: httpUrl,
   BOT_WEBHOOK_URL: httpUrl,
+  BOT_WEBHOOK_SECRET: optionalString.refine(
+    (v) => v === undefined || /^[A-Za-z0-9_-]{1,256}$/.test(v),
+    'must be 1-256 characters of A-Z, a-z, 0-9, _ and - (what Telegram accepts as a secret_token)',
+  ),
   OIDC_ISSUER: httpUrl,
   OIDC_CLIENT_ID: optionalString,
   OIDC_CLIENT_SECRET: optionalString,
@@ -99,7 +104,12 @@ const EnvSchema = z.object({
   OIDC_TOKEN_URL: httpUrl,
   CONTENT_POLICY_BLOCKLIST: commaList,
   WHISPER_MODEL_PATH: optionalString,
+  LLM_MODEL_PATH: optionalString,
   URL_FETCH_ALLOW: commaList,
+  REPLICATE_WEBHOOK_SECRET: optionalString.refine(
+    (v) => v === undefined || /^whsec_[A-Za-z0-9+/]+={0,2}$/.test(v),
+    'must be the whsec_<base64> signing secret of the provider',
+  ),
   PLANS_PATH: optionalString,
   CATALOG_PATH: optionalString,
   ASSISTANTS_PATH: optionalString,
@@ -130,7 +140,13 @@ export interface Config {
   trustProxy: boolean;
   smtpUrl: string | undefined;
   mailFrom: string;
-  telegram: { botToken: string | undefined; apiRoot: string; webhookUrl: string | undefined };
+  telegram: {
+    botToken: string | undefined;
+    apiRoot: string;
+    webhookUrl: string | undefined;
+    /** Telegram's `secret_token` for the webhook: BOT_WEBHOOK_SECRET, else derived from the token. */
+    webhookSecret: string | undefined;
+  };
   oidc: {
     issuer: string | undefined;
     clientId: string | undefined;
@@ -141,12 +157,37 @@ export interface Config {
   contentPolicyBlocklist: string[];
   /** A whisper.cpp ggml model the operator brings; offers local whisper transcription. */
   whisperModelPath: string | undefined;
+  /** A GGUF language model the operator brings; offers `local-llm` (llama.cpp on the CPU). */
+  llmModelPath: string | undefined;
   urlFetchAllow: string[];
   productFiles: { plans: string; catalog: string; assistants: string };
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   authLimits: { loginPerMinute: number; registerPerMinute: number; forgotPerHour: number };
   /** Enabled upstreams by name (`openai`, …): either variable enables one; a key is optional. */
   providers: Record<string, UpstreamConfig>;
+  /** Signing secret of Replicate's webhooks; set, predictions ask to be posted to `/api/v2/providers/replicate/webhook`. */
+  replicateWebhook: { secret: string } | undefined;
+  /** Calls in flight per provider name (global with Redis, per process otherwise); absent = uncapped. */
+  providerConcurrency: Record<string, number>;
+}
+
+/** Cap of each enabled upstream unless `<NAME>_MAX_CONCURRENCY` says otherwise. */
+export const DEFAULT_UPSTREAM_CONCURRENCY = 16;
+
+/**
+ * `<NAME>_MAX_CONCURRENCY` for any provider name (`LOCAL_MAX_CONCURRENCY` caps the built-in
+ * models); enabled upstreams get the default cap.
+ */
+function concurrencyFrom(env: Record<string, string | undefined>, upstreams: string[], problems: string[]): Record<string, number> {
+  const caps: Record<string, number> = Object.fromEntries(upstreams.map((name) => [name, DEFAULT_UPSTREAM_CONCURRENCY]));
+  for (const [variable, value] of Object.entries(env)) {
+    const match = /^([A-Z][A-Z0-9]*)_MAX_CONCURRENCY$/.exec(variable);
+    if (!match || value === undefined || value.trim() === '') continue;
+    const cap = Number(value.trim());
+    if (!Number.isInteger(cap) || cap < 1) problems.push(`${variable}: must be a positive integer`);
+    else caps[(match[1] as string).toLowerCase()] = cap;
+  }
+  return caps;
 }
 
 export interface UpstreamConfig {
@@ -163,6 +204,15 @@ function upstreamsFrom(env: RawEnv): Record<string, UpstreamConfig> {
     providers[name] = { ...(apiKey !== undefined ? { apiKey } : {}), baseUrl: (baseUrl ?? defaultBaseUrl).replace(/\/+$/, '') };
   }
   return providers;
+}
+
+/**
+ * The webhook secret when BOT_WEBHOOK_SECRET is unset: an HMAC of a fixed label under the bot
+ * token, so every web process derives the same one, and it says nothing about the token.
+ * base64url is within Telegram's alphabet (A-Z, a-z, 0-9, _ and -).
+ */
+function derivedWebhookSecret(botToken: string): string {
+  return crypto.createHmac('sha256', botToken).update('gensvc telegram webhook secret v1').digest('base64url');
 }
 
 /** Repository root: two levels above this file, whether running from source or from dist/. */
@@ -214,6 +264,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   if ((raw('OIDC_CLIENT_ID') === undefined) !== (raw('OIDC_ISSUER') === undefined)) {
     problems.push('OIDC_ISSUER and OIDC_CLIENT_ID: set both to enable identity-provider login, or neither');
   }
+  const upstreams = upstreamsFrom(raw);
+  const providerConcurrency = concurrencyFrom(env, Object.keys(upstreams), problems);
   if (!parsed.success || problems.length > 0) throw new ConfigError(problems);
   const e = parsed.data;
 
@@ -235,6 +287,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       botToken: e.TELEGRAM_BOT_TOKEN,
       apiRoot: (e.TELEGRAM_API_ROOT ?? 'https://api.telegram.org').replace(/\/+$/, ''),
       webhookUrl: e.BOT_WEBHOOK_URL,
+      webhookSecret: e.BOT_WEBHOOK_SECRET ?? (e.TELEGRAM_BOT_TOKEN ? derivedWebhookSecret(e.TELEGRAM_BOT_TOKEN) : undefined),
     },
     oidc: {
       issuer: e.OIDC_ISSUER?.replace(/\/+$/, ''),
@@ -245,6 +298,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     },
     contentPolicyBlocklist: e.CONTENT_POLICY_BLOCKLIST.map((w) => w.toLowerCase()),
     whisperModelPath: e.WHISPER_MODEL_PATH ? path.resolve(e.WHISPER_MODEL_PATH) : undefined,
+    llmModelPath: e.LLM_MODEL_PATH ? path.resolve(e.LLM_MODEL_PATH) : undefined,
     urlFetchAllow: e.URL_FETCH_ALLOW,
     productFiles: {
       plans: path.resolve(e.PLANS_PATH ?? path.join(productDir, 'plans.json')),
@@ -257,6 +311,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       registerPerMinute: e.AUTH_REGISTER_LIMIT_PER_MINUTE,
       forgotPerHour: e.AUTH_FORGOT_LIMIT_PER_HOUR,
     },
-    providers: upstreamsFrom(raw),
+    providers: upstreams,
+    replicateWebhook: e.REPLICATE_WEBHOOK_SECRET ? { secret: e.REPLICATE_WEBHOOK_SECRET } : undefined,
+    providerConcurrency,
   };
 }

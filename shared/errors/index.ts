@@ -10,6 +10,7 @@ export const errorCatalogue = {
   invalid_credentials: { status: 401, detail: 'Invalid email or password' },
   invalid_messenger_login: { status: 401, detail: 'Invalid messenger login data' },
   invalid_identity_token: { status: 401, detail: 'Invalid identity-provider token' },
+  invalid_webhook_signature: { status: 401, detail: 'Invalid webhook signature' },
   insufficient_tokens: { status: 402, detail: 'Insufficient tokens' },
   insufficient_plan: { status: 403, detail: 'Insufficient plan' },
   not_found: { status: 404, detail: 'Not found' },

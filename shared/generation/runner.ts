@@ -15,6 +15,7 @@ import type { ProviderRegistry } from '../providers/registry';
 import { capabilityFor } from '../providers/registry';
 import { CallOptions, FileOutput, ProviderAdapter, ProviderError, Usage } from '../providers/types';
 import type { Storage } from '../storage';
+import type { ProviderSlots, ReleaseSlot } from '../providers/concurrency';
 import type { JobContext } from '../queue/types';
 import { executeCategory, InputFetcher } from './execute';
 import { readInput } from './stored-input';
@@ -41,6 +42,27 @@ export const CANCELLED = 'Cancelled';
 export const LEASE_SECONDS = 60;
 const LEASE_RENEW_MS = 20_000;
 
+/**
+ * A job waits this long for a slot of a provider at its concurrency cap, then goes back to the
+ * queue for later instead of holding a worker slot other providers' jobs could use.
+ */
+export const JOB_SLOT_WAIT_MS = 2_000;
+export const BUSY_RETRY_MS = 5_000;
+
+/** The provider is at its concurrency cap: not a failure, the work waits for a free slot. */
+export class ProviderBusyError extends Error {
+  constructor(readonly provider: string) {
+    super(`The ${provider} provider is at its concurrency limit`);
+    this.name = 'ProviderBusyError';
+  }
+}
+
+/** A job that could not start now and should run again later, under a job id of its own. */
+export interface DeferredRun {
+  delayMs: number;
+  jobId: string;
+}
+
 export class GenerationRunner {
   private readonly endListeners: GenerationEndListener[] = [];
 
@@ -52,7 +74,15 @@ export class GenerationRunner {
     private readonly inputs: InputFetcher,
     private readonly clock: Clock,
     private readonly log: Logger,
+    private readonly slots: ProviderSlots,
   ) {}
+
+  /** A slot of the provider, or ProviderBusyError when none freed up within `waitMs`. */
+  private async slotOf(provider: string, waitMs: number, signal: AbortSignal): Promise<ReleaseSlot> {
+    const release = await this.slots.acquire(provider, waitMs, signal);
+    if (!release) throw new ProviderBusyError(provider);
+    return release;
+  }
 
   onEnd(listener: GenerationEndListener): void {
     this.endListeners.push(listener);
@@ -81,13 +111,17 @@ export class GenerationRunner {
       .map((c) => ({ adapter: this.providers.get(c.provider), upstreamModel: c.upstreamModel }));
   }
 
-  /** Calls the provider (falling back to the next one when one is unavailable). */
-  async execute(generation: Generation, model: CatalogModel, options: CallOptions): Promise<Outcome> {
+  /**
+   * Calls the provider (falling back to the next one when one is unavailable), within that
+   * provider's concurrency cap: waits at most `slotWaitMs` for a slot.
+   */
+  async execute(generation: Generation, model: CatalogModel, options: CallOptions, slotWaitMs: number): Promise<Outcome> {
     const input = await readInput(generation, this.storage);
     const candidates = this.candidates(model);
     if (candidates.length === 0) throw new ProviderError('unavailable', `no provider is configured for ${model.slug}`);
     let lastError: unknown;
     for (const candidate of candidates) {
+      const release = await this.slotOf(candidate.adapter.name, slotWaitMs, options.signal);
       try {
         return await executeCategory(candidate.adapter, { ...model, upstreamModel: candidate.upstreamModel }, input, options, this.inputs);
       } catch (error) {
@@ -95,6 +129,8 @@ export class GenerationRunner {
         const fallThrough = error instanceof ProviderError && error.kind === 'unavailable' && !options.signal.aborted;
         if (!fallThrough) throw error;
         this.log.warn({ provider: candidate.adapter.name, model: model.slug, err: (error as Error).message }, 'provider unavailable; trying the next');
+      } finally {
+        await release();
       }
     }
     throw lastError;
@@ -189,9 +225,11 @@ export class GenerationRunner {
     const combined = signal ? AbortSignal.any([deadline, signal]) : deadline;
     for (let attempt = 1; ; attempt++) {
       try {
-        const outcome = await this.execute(generation, model, { signal: combined });
+        // The request waits for a slot within the model's timeout: it holds no worker slot meanwhile.
+        const outcome = await this.execute(generation, model, { signal: combined }, model.timeoutSeconds * 1000);
         return (await this.complete(generation, outcome)) ?? (await this.db.repo(Generation).findOneByOrFail({ id: generation.id }));
-      } catch (error) {
+      } catch (caught) {
+        const error = caught instanceof ProviderBusyError ? new ProviderError('rate_limited', 'The provider is busy; try again shortly') : caught;
         const transient = error instanceof ProviderError ? error.transient : !(error instanceof Error && error.name === 'AbortError');
         if (attempt === 1 && transient && !combined.aborted) {
           // Honour the provider's Retry-After when it fits in the model's time budget.
@@ -226,8 +264,12 @@ export class GenerationRunner {
     const candidate = this.candidates(model)[0];
     let content = '';
     let usage: Usage | null = null;
+    let release: ReleaseSlot | null = null;
     try {
       if (!candidate?.adapter.text) throw new ProviderError('unavailable', `no provider is configured for ${model.slug}`);
+      release = await this.slotOf(candidate.adapter.name, model.timeoutSeconds * 1000, combined).catch((error: unknown) => {
+        throw error instanceof ProviderBusyError ? new ProviderError('rate_limited', 'The provider is busy; try again shortly') : error;
+      });
       const chunks = candidate.adapter.text.stream(
         {
           upstreamModel: candidate.upstreamModel,
@@ -263,19 +305,24 @@ export class GenerationRunner {
     } catch (error) {
       await this.fail(generation.id, failureMessage(error, combined));
       if (!(error instanceof ProviderError) && !combined.aborted) this.log.error({ err: error, generationId: generation.id }, 'stream failed');
+    } finally {
+      await release?.();
     }
     return this.db.repo(Generation).findOneByOrFail({ id: generation.id });
   }
 
-  /** The `generation.run` job: idempotent, and only one runner holds a row at a time (a lease). */
-  async runJob(generationId: number, context: JobContext): Promise<void> {
+  /**
+   * The `generation.run` job: idempotent, and only one runner holds a row at a time (a lease).
+   * Returns a deferred run when the provider is at its concurrency cap: the caller queues it again.
+   */
+  async runJob(generationId: number, context: JobContext): Promise<DeferredRun | null> {
     const now = this.clock();
     const generation = await this.db.repo(Generation).findOneBy({ id: generationId });
-    if (!generation || generation.status !== 'pending') return;
+    if (!generation || generation.status !== 'pending') return null;
     const model = this.modelOf(generation);
     if (!model) {
       await this.fail(generationId, 'This model is no longer offered');
-      return;
+      return null;
     }
     const claimed = await this.db.transaction((em) =>
       em
@@ -292,7 +339,7 @@ export class GenerationRunner {
         .andWhere('(lease_until IS NULL OR lease_until < :now)', { now: this.db.dateParam(now) })
         .execute(),
     );
-    if (claimed.affected !== 1) return;
+    if (claimed.affected !== 1) return null;
     const deadline = AbortSignal.timeout(model.timeoutSeconds * 1000);
     const signal = AbortSignal.any([deadline, context.signal]);
     let lastProgress = 0;
@@ -315,9 +362,16 @@ export class GenerationRunner {
             .transaction((em) => em.getRepository(Generation).update({ id: generationId, status: 'pending' }, { progress: rounded }))
             .catch(() => undefined);
         },
-      });
+      }, JOB_SLOT_WAIT_MS);
       await this.complete(generation, outcome);
+      return null;
     } catch (error) {
+      if (error instanceof ProviderBusyError && !(await this.isEnded(generationId))) {
+        await this.db.transaction((em) => em.getRepository(Generation).update({ id: generationId }, { leaseUntil: null }));
+        this.log.info({ generationId, provider: error.provider }, 'provider at its concurrency cap; the job waits in the queue');
+        // attempts grew with this claim, so the id is new and the queue does not drop it as a duplicate.
+        return { delayMs: BUSY_RETRY_MS, jobId: `gen-${generationId}-w${generation.attempts + 1}` };
+      }
       const transient = error instanceof ProviderError ? error.transient : true;
       if (transient && !context.finalAttempt && !(await this.isEnded(generationId))) {
         await this.db.transaction((em) => em.getRepository(Generation).update({ id: generationId }, { leaseUntil: null }));
@@ -325,6 +379,7 @@ export class GenerationRunner {
       }
       await this.fail(generationId, failureMessage(error, signal));
       if (!(error instanceof ProviderError)) this.log.error({ err: error, generationId }, 'generation job failed');
+      return null;
     } finally {
       clearInterval(heartbeat);
     }

@@ -17,7 +17,11 @@ export function buildJobTable(container: Container): JobTable {
   return {
     'generation.run': {
       ...jobSettings['generation.run'],
-      perform: (payload, context) => runner.runJob(payload.generationId, context),
+      perform: async (payload, context) => {
+        const deferred = await runner.runJob(payload.generationId, context);
+        // Its provider was at its concurrency cap: the same work again later, as a new job.
+        if (deferred) await container.queue.enqueue('generation.run', payload, { jobId: deferred.jobId, delayMs: deferred.delayMs });
+      },
       onExhausted: async (payload, error) => {
         await runner.fail(payload.generationId, error.message || 'The generation failed');
       },

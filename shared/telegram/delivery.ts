@@ -2,27 +2,87 @@
  * Results of generations the bot started, sent through the Bot API by the worker: a chat reply
  * streams by editing one message (at most about once a second, split at 4096 characters, formatted
  * with a plain-text fallback); a media result is uploaded as bytes read from storage (never a
- * link); a failure is a message in the person's language. A person who blocked the bot stops
- * getting deliveries; nothing is retried for them.
+ * link): photo, video, audio, a voice message for OGG/Opus, a document for a photo over Telegram's
+ * photo limit, a clear refusal over its upload limit; a voice message's transcript is shown and
+ * answered as a chat turn; a failure is a message in the person's language. A person who blocked
+ * the bot stops getting deliveries; nothing is retried for them.
  */
 import { Api, InputFile } from 'grammy';
 import type { Container } from '../container';
-import { BotDelivery, BotDeliveryKind, BotDeliveryState, Generation } from '../db/entities';
+import { BotDelivery, BotDeliveryKind, BotDeliveryState, Generation, User } from '../db/entities';
 import type { GenerationRunner } from '../generation/runner';
 import type { Logger } from '../log';
 import type { Queue } from '../queue/types';
-import { createTelegramApi, isNotModified, isParseError, isTransient, isUnreachable } from './api';
-import { escapeHtml, markdownToHtml, splitMessage } from './format';
+import type { Storage } from '../storage';
+import { createTelegramApi, isTransient, isUnreachable } from './api';
+import { sendFormatted, StreamingReply } from './streaming-reply';
 import { ChatStates, createKeyValueStore, KeyValueStore } from './state';
 import { Texts, textsFor } from './texts';
 import { isDuplicateKey } from '../db/errors';
+import { startChatTurn } from './chat-turn';
+import { ffmpegVoiceEncoder, VoiceEncoder } from './voice-audio';
 
-/** Edits of a streaming reply: at most one per interval, and only when the text grew this much. */
-export const STREAM_EDIT_INTERVAL_MS = 1000;
-export const STREAM_MIN_GROWTH = 24;
-/** Bot API upload limits. */
-const PHOTO_LIMIT = 10 * 1024 * 1024;
-const UPLOAD_LIMIT = 50 * 1024 * 1024;
+export { sendFormatted, STREAM_EDIT_INTERVAL_MS, STREAM_MIN_GROWTH, StreamingReply } from './streaming-reply';
+
+/** Bot API upload limits in bytes: larger photos go as documents, larger files are refused. */
+export interface UploadLimits {
+  photo: number;
+  upload: number;
+}
+export const TELEGRAM_UPLOAD_LIMITS: UploadLimits = { photo: 10 * 1024 * 1024, upload: 50 * 1024 * 1024 };
+/** Telegram lets a bot download (getFile) files up to this size. */
+export const TELEGRAM_DOWNLOAD_LIMIT = 20 * 1024 * 1024;
+
+export interface ResultOptions {
+  limits?: UploadLimits;
+  /** Makes speech a voice message (OGG/Opus); by default ffmpeg when it is there. */
+  voice?: VoiceEncoder;
+}
+
+let defaultVoiceEncoder: VoiceEncoder | undefined;
+
+/**
+ * A generation's result as an upload of its bytes, or its text: a photo (a document over the
+ * photo limit), a video, speech as a voice message (as audio when it cannot be OGG/Opus), other
+ * audio, or a document; over the upload limit, a message saying it is too large.
+ */
+export async function sendGenerationResult(
+  api: Api,
+  storage: Storage,
+  chatId: string | number,
+  generation: Generation,
+  texts: Texts,
+  options: ResultOptions = {},
+): Promise<void> {
+  const limits = options.limits ?? TELEGRAM_UPLOAD_LIMITS;
+  if (!generation.resultKey) {
+    await sendFormatted(api, chatId, generation.resultText?.trim() || '…');
+    return;
+  }
+  const stat = await storage.stat(generation.resultKey);
+  if (!stat) {
+    await api.sendMessage(chatId, texts.somethingWrong);
+    return;
+  }
+  if (stat.size > limits.upload) {
+    await api.sendMessage(chatId, texts.tooLarge);
+    return;
+  }
+  const bytes = await storage.readAll(generation.resultKey);
+  const extension = generation.resultKey.split('.').pop() ?? 'bin';
+  const file = new InputFile(bytes, `${generation.modelSlug}-${generation.id}.${extension}`);
+  const caption = (generation.prompt ?? '').slice(0, 900) || undefined;
+  const type = stat.contentType;
+  if (/^image\/(png|jpeg|webp)$/.test(type) && stat.size <= limits.photo) await api.sendPhoto(chatId, file, { caption });
+  else if (type === 'video/mp4') await api.sendVideo(chatId, file, { caption });
+  else if (type.startsWith('audio/')) {
+    const encode = options.voice ?? (defaultVoiceEncoder ??= ffmpegVoiceEncoder());
+    const voice = generation.category === 'tts' ? await encode(bytes) : null;
+    if (voice && voice.length <= limits.upload) await api.sendVoice(chatId, new InputFile(voice, `${generation.modelSlug}-${generation.id}.ogg`), { caption });
+    else await api.sendAudio(chatId, file, { caption });
+  }
+  else await api.sendDocument(chatId, file, { caption });
+}
 
 export class BotDeliveries {
   constructor(private readonly container: Pick<Container, 'db' | 'clock'>) {}
@@ -63,112 +123,6 @@ export class BotDeliveries {
   }
 }
 
-/** Sends `text` as HTML made from its Markdown; when Telegram rejects the formatting, as plain text. */
-async function withFormatting<T>(text: string, send: (body: string, html: boolean) => Promise<T>): Promise<T> {
-  const html = markdownToHtml(text);
-  if (html === escapeHtml(text)) return send(text, false);
-  try {
-    return await send(html, true);
-  } catch (error) {
-    if (!isParseError(error)) throw error;
-    return send(text, false);
-  }
-}
-
-export async function sendFormatted(api: Api, chatId: string | number, text: string): Promise<number[]> {
-  const ids: number[] = [];
-  for (const chunk of splitMessage(text)) {
-    const message = await withFormatting(chunk, (body, html) => api.sendMessage(chatId, body, html ? { parse_mode: 'HTML' } : {}));
-    ids.push(message.message_id);
-  }
-  return ids;
-}
-
-/** One reply shown across messages of at most 4096 characters, the last one edited as it grows. */
-export class StreamingReply {
-  private readonly ids: number[] = [];
-  private readonly shown: string[] = [];
-  private lastEditAt = 0;
-  private lastLength = 0;
-  /** Set when the chat cannot be reached: nothing more is sent. */
-  unreachable = false;
-
-  constructor(
-    private readonly api: Api,
-    private readonly chatId: string,
-    firstMessageId: number | null,
-    placeholder: string,
-    private readonly log: Logger,
-  ) {
-    if (firstMessageId !== null) {
-      this.ids.push(firstMessageId);
-      this.shown.push(placeholder);
-    }
-  }
-
-  /** Called with the text so far; edits when the interval passed and the text grew enough. */
-  async progress(text: string): Promise<void> {
-    if (this.unreachable) return;
-    const now = Date.now();
-    if (now - this.lastEditAt < STREAM_EDIT_INTERVAL_MS || text.length - this.lastLength < STREAM_MIN_GROWTH) return;
-    this.lastEditAt = now;
-    this.lastLength = text.length;
-    try {
-      await this.render(text, false);
-    } catch (error) {
-      if (isUnreachable(error)) this.unreachable = true;
-      // A missed intermediate edit does not matter: the final one shows everything.
-      else this.log.warn({ err: (error as Error).message, chatId: this.chatId }, 'streaming edit failed');
-    }
-  }
-
-  /** The whole reply, formatted. Throws what Telegram answered. */
-  finish(text: string): Promise<void> {
-    return this.render(text.trim() === '' ? '…' : text, true);
-  }
-
-  /** Replaces the placeholder with a message (a failure). */
-  async replace(text: string): Promise<void> {
-    const first = this.ids[0];
-    if (first === undefined) {
-      await this.api.sendMessage(this.chatId, text);
-      return;
-    }
-    try {
-      await this.api.editMessageText(this.chatId, first, text);
-    } catch (error) {
-      if (!isNotModified(error)) throw error;
-    }
-  }
-
-  private async render(text: string, final: boolean): Promise<void> {
-    const chunks = splitMessage(text);
-    for (let i = 0; i < chunks.length; i++) {
-      const chunk = chunks[i] ?? '';
-      const id = this.ids[i];
-      if (id === undefined) {
-        const message = final
-          ? await withFormatting(chunk, (body, html) => this.api.sendMessage(this.chatId, body, html ? { parse_mode: 'HTML' } : {}))
-          : await this.api.sendMessage(this.chatId, chunk);
-        this.ids.push(message.message_id);
-      } else {
-        const formatted = final && markdownToHtml(chunk) !== escapeHtml(chunk);
-        if (this.shown[i] === chunk && !formatted) continue;
-        try {
-          if (final) {
-            await withFormatting(chunk, (body, html) => this.api.editMessageText(this.chatId, id, body, html ? { parse_mode: 'HTML' } : {}));
-          } else {
-            await this.api.editMessageText(this.chatId, id, chunk);
-          }
-        } catch (error) {
-          if (!isNotModified(error)) throw error;
-        }
-      }
-      this.shown[i] = chunk;
-    }
-  }
-}
-
 export interface JobSignal {
   signal: AbortSignal;
 }
@@ -177,6 +131,7 @@ export interface JobSignal {
 export class TelegramDelivery {
   readonly deliveries: BotDeliveries;
   readonly chats: ChatStates;
+  private readonly resultOptions: ResultOptions;
 
   constructor(
     private readonly container: Container,
@@ -187,9 +142,11 @@ export class TelegramDelivery {
       redis: container.redis,
       redisPrefix: container.config.redisPrefix,
     }),
+    options: ResultOptions = {},
   ) {
     this.deliveries = new BotDeliveries(container);
     this.chats = new ChatStates(store);
+    this.resultOptions = options;
   }
 
   static fromContainer(container: Container): TelegramDelivery {
@@ -280,6 +237,9 @@ export class TelegramDelivery {
         } else {
           await this.api.sendMessage(delivery.chatId, failureText(texts, generation));
         }
+      } else if (isVoiceTurn(generation)) {
+        await this.deliverTranscript(delivery, generation, texts);
+        return;
       } else {
         await this.sendResult(delivery.chatId, generation, texts);
       }
@@ -289,31 +249,31 @@ export class TelegramDelivery {
     }
   }
 
-  /** A generation's result as an upload of its bytes: photo, video, audio or document. */
-  async sendResult(chatId: string, generation: Generation, texts: Texts): Promise<void> {
-    const { storage } = this.container;
-    if (!generation.resultKey) {
-      await sendFormatted(this.api, chatId, generation.resultText ?? '…');
-      return;
-    }
-    const stat = await storage.stat(generation.resultKey);
-    if (!stat) {
-      await this.api.sendMessage(chatId, texts.somethingWrong);
-      return;
-    }
-    if (stat.size > UPLOAD_LIMIT) {
-      await this.api.sendMessage(chatId, texts.tooLarge);
-      return;
-    }
-    const bytes = await storage.readAll(generation.resultKey);
-    const extension = generation.resultKey.split('.').pop() ?? 'bin';
-    const file = new InputFile(bytes, `${generation.modelSlug}-${generation.id}.${extension}`);
-    const caption = (generation.prompt ?? '').slice(0, 900) || undefined;
-    const type = stat.contentType;
-    if (/^image\/(png|jpeg|webp)$/.test(type) && stat.size <= PHOTO_LIMIT) await this.api.sendPhoto(chatId, file, { caption });
-    else if (type === 'video/mp4') await this.api.sendVideo(chatId, file, { caption });
-    else if (/^audio\/(mpeg|mp4|aac)$/.test(type)) await this.api.sendAudio(chatId, file, { caption });
-    else await this.api.sendDocument(chatId, file, { caption });
+  /** A generation's result as an upload of its bytes (see sendGenerationResult), within this delivery's limits. */
+  sendResult(chatId: string, generation: Generation, texts: Texts): Promise<void> {
+    return sendGenerationResult(this.api, this.container.storage, chatId, generation, texts, this.resultOptions);
+  }
+
+  /** A voice message's transcript is shown, then answered as the chat's next turn. */
+  private async deliverTranscript(delivery: BotDelivery, generation: Generation, texts: Texts): Promise<void> {
+    const transcript = (generation.resultText ?? '').trim();
+    await sendFormatted(this.api, delivery.chatId, transcript ? texts.transcript(transcript) : texts.noSpeech);
+    await this.deliveries.finish(generation.id, 'delivered');
+    if (!transcript) return;
+    const { db, plans, users } = this.container;
+    const user = await db.repo(User).findOneBy({ id: generation.userId });
+    if (!user) return;
+    await startChatTurn(
+      { container: this.container, api: this.api, chats: this.chats, deliveries: this.deliveries },
+      {
+        user,
+        plan: plans.get(users.effectivePlan(user)),
+        language: delivery.language === 'ru' ? 'ru' : 'en',
+        chatId: delivery.chatId,
+        text: transcript,
+        idempotencyKey: `${generation.idempotencyKey ?? `gen-${generation.id}`}:turn`,
+      },
+    );
   }
 
   private async sendFailed(delivery: BotDelivery, error: unknown, unreachable: boolean): Promise<void> {
@@ -332,6 +292,11 @@ export class TelegramDelivery {
     this.container.log.warn({ err: (error as Error).message, generationId: delivery.generationId }, 'telegram refused a delivery');
     await this.deliveries.finish(delivery.generationId, 'failed');
   }
+}
+
+/** A transcription the bot started (a voice message or audio file): its text is a chat turn. */
+function isVoiceTurn(generation: Generation): boolean {
+  return generation.source === 'bot' && generation.category === 'stt';
 }
 
 function failureText(texts: Texts, generation: Generation): string {

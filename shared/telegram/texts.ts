@@ -5,6 +5,7 @@
 
 export const LANGUAGES = ['en', 'ru'] as const;
 export type Language = (typeof LANGUAGES)[number];
+export type DialogKind = 'image' | 'video' | 'music' | 'voice';
 
 export function languageOf(value: string | null | undefined): Language {
   return value?.toLowerCase().startsWith('ru') ? 'ru' : 'en';
@@ -15,12 +16,16 @@ export interface Texts {
   menu: {
     chat: string;
     image: string;
+    video: string;
+    music: string;
+    voice: string;
+    tools: string;
     balance: string;
     history: string;
     settings: string;
     help: string;
   };
-  commands: Record<'start' | 'new' | 'image' | 'balance' | 'history' | 'settings' | 'help' | 'cancel' | 'link', string>;
+  commands: Record<'start' | 'new' | 'image' | 'video' | 'music' | 'voice' | 'balance' | 'history' | 'settings' | 'help' | 'cancel' | 'link', string>;
   linkCode(code: string, minutes: number): string;
   help: string;
   chatHint(model: string): string;
@@ -29,28 +34,49 @@ export interface Texts {
   nothingToCancel: string;
   thinking: string;
   noTextModel: string;
-  noImageModel: string;
+  /** The media dialogs: which model, what to make, none on the plan. */
+  dialogs: Record<DialogKind, { pickModel: string; askPrompt: string; noModel: string; sendText: string }>;
   balance(b: { plan: string; tokens: number; held: number; bonus: number; nextRefill: string }): string;
   historyEmpty: string;
   historyTitle: string;
+  resend(id: number): string;
+  notFound: string;
   status: Record<'pending' | 'completed' | 'failed', string>;
-  settingsTitle(b: { language: string; textModel: string }): string;
+  settingsTitle(b: { language: string; textModel: string; imageModel: string; imageFormat: string }): string;
   settingsLanguage: string;
   settingsTextModel: string;
+  settingsImageModel: string;
+  settingsImageFormat: string;
+  pickDefaultImageModel: string;
+  pickImageFormat: string;
+  imageModelSet(model: string): string;
+  imageFormatSet(format: string): string;
+  askEveryTime: string;
   pickTextModel: string;
   languageSet: string;
   textModelSet(model: string): string;
-  pickImageModel: string;
   tokensRange(min: number, max: number): string;
-  askPrompt: string;
   pickOption(param: string): string;
+  optionLabel(param: string, value: string | number): string;
   useButtons: string;
-  sendText: string;
   confirmPrice(b: { model: string; price: number; balance: number }): string;
   confirm: string;
   cancel: string;
   started(eta: number | null): string;
   expired: string;
+  // Voice messages and audio files.
+  transcribing: string;
+  transcript(text: string): string;
+  noSpeech: string;
+  noSttModel: string;
+  fileTooBig(limitMb: number): string;
+  // Photo tools.
+  toolsHint: string;
+  pickTool: string;
+  toolNames: Record<'remove-bg' | 'upscale-esrgan' | 'ocr' | 'colorize' | 'style-transfer' | 'face-swap', string>;
+  noToolModel: string;
+  askSecondPhoto: string;
+  sendPhoto: string;
   // Refusals and failures.
   insufficientTokens(price: number, available: number): string;
   rateLimited(seconds: number, at: string): string;
@@ -67,11 +93,25 @@ const en: Texts = {
     isNew
       ? `Hello, ${name}! Your account is ready, with the free plan's monthly tokens.\nWrite me anything to chat, or pick what to do:`
       : `Welcome back, ${name}! Write me anything to chat, or pick what to do:`,
-  menu: { chat: '💬 Chat', image: '🖼 Image', balance: '💰 Balance', history: '🕘 History', settings: '⚙️ Settings', help: '❓ Help' },
+  menu: {
+    chat: '💬 Chat',
+    image: '🖼 Image',
+    video: '🎬 Video',
+    music: '🎵 Music',
+    voice: '🗣 Voice',
+    tools: '🛠 Photo tools',
+    balance: '💰 Balance',
+    history: '🕘 History',
+    settings: '⚙️ Settings',
+    help: '❓ Help',
+  },
   commands: {
     start: 'Start and show the menu',
     new: 'Start a new conversation',
     image: 'Create an image',
+    video: 'Create a video',
+    music: 'Compose music',
+    voice: 'Turn text into a voice message',
     balance: 'Plan and tokens',
     history: 'Recent generations',
     settings: 'Language and models',
@@ -82,13 +122,15 @@ const en: Texts = {
   linkCode: (code, minutes) =>
     `Your link code: ${code}\nSign in on the web and send it to POST /api/v2/auth/link within ${minutes} minutes; your Telegram then shares that account's balance and history.`,
   help: [
-    'I answer any message with the chat model of your choice, and I make images.',
+    'I answer any message with the chat model of your choice, and I make images, videos, music and voice messages.',
     '',
     '/new: forget the conversation and start over',
-    '/image: create an image (you see the price before anything is charged)',
+    '/image, /video, /music, /voice: create one (you see the price before anything is charged)',
+    'A voice message or audio file: I transcribe it and answer it.',
+    'A photo: I run a tool on it (remove background, upscale, OCR, colorize, style, face swap); name it in the caption or pick it from the buttons.',
     '/balance: your plan, tokens and next refill',
     '/history: your recent generations',
-    '/settings: language and chat model',
+    '/settings: language, chat and image model, image format',
     '/cancel: leave the current dialog',
     '',
     'Tokens are charged only when a generation completes. In groups, mention me or reply to my message.',
@@ -99,7 +141,12 @@ const en: Texts = {
   nothingToCancel: 'There is nothing to cancel.',
   thinking: '…',
   noTextModel: 'No chat model is available on your plan right now.',
-  noImageModel: 'No image model is available on your plan right now.',
+  dialogs: {
+    image: { pickModel: 'Which model should draw it?', askPrompt: 'Describe the image:', noModel: 'No image model is available on your plan right now.', sendText: 'Please send the description as text, or /cancel.' },
+    video: { pickModel: 'Which model should make the video?', askPrompt: 'Describe the video:', noModel: 'No video model is available on your plan right now.', sendText: 'Please send the description as text, or /cancel.' },
+    music: { pickModel: 'Which model should compose it?', askPrompt: 'Describe the music (genre, mood, instruments):', noModel: 'No music model is available on your plan right now.', sendText: 'Please send the description as text, or /cancel.' },
+    voice: { pickModel: 'Which model should speak it?', askPrompt: 'Send the text to speak:', noModel: 'No speech model is available on your plan right now.', sendText: 'Please send the text to speak, or /cancel.' },
+  },
   balance: (b) =>
     [
       `Plan: ${b.plan}`,
@@ -108,25 +155,44 @@ const en: Texts = {
       `Next refill: ${b.nextRefill}`,
     ].join('\n'),
   historyEmpty: 'No generations yet.',
-  historyTitle: 'Recent generations:',
+  historyTitle: 'Recent generations (a button sends a result again):',
+  resend: (id) => `↻ #${id}`,
+  notFound: 'That generation is no longer there.',
   status: { pending: 'running', completed: 'done', failed: 'failed' },
-  settingsTitle: (b) => `Settings\nLanguage: ${b.language}\nChat model: ${b.textModel}`,
+  settingsTitle: (b) => `Settings\nLanguage: ${b.language}\nChat model: ${b.textModel}\nImage model: ${b.imageModel}\nImage format: ${b.imageFormat}`,
   settingsLanguage: '🌐 Русский',
   settingsTextModel: '💬 Chat model',
+  settingsImageModel: '🖼 Image model',
+  settingsImageFormat: '🗂 Image format',
+  pickDefaultImageModel: 'Pick the image model the image dialog uses:',
+  pickImageFormat: 'Pick the image format:',
+  imageModelSet: (model) => `Image model: ${model}.`,
+  imageFormatSet: (format) => `Image format: ${format}.`,
+  askEveryTime: 'ask every time',
   pickTextModel: 'Pick the chat model:',
   languageSet: 'Language: English.',
   textModelSet: (model) => `Chat model: ${model}.`,
-  pickImageModel: 'Which model should draw it?',
   tokensRange: (min, max) => (min === max ? `${min} tokens` : `${min}–${max} tokens`),
-  askPrompt: 'Describe the image:',
-  pickOption: (param) => (param === 'size' ? 'Pick the size:' : param === 'aspect_ratio' ? 'Pick the aspect ratio:' : `Pick ${param}:`),
+  pickOption: (param) =>
+    ({ size: 'Pick the size:', aspect_ratio: 'Pick the aspect ratio:', duration: 'Pick the duration:', voice_id: 'Pick the voice:' } as Record<string, string | undefined>)[param] ?? `Pick ${param}:`,
+  optionLabel: (param, value) => (param === 'duration' ? `${value} s` : String(value)),
   useButtons: 'Please use the buttons above, or /cancel.',
-  sendText: 'Please send the description as text, or /cancel.',
   confirmPrice: (b) => `${b.model}: ${b.price} tokens (you have ${b.balance}). Start?`,
   confirm: '✅ Start',
   cancel: '✖️ Cancel',
   started: (eta) => (eta ? `Started. The result will be here in about ${eta} s.` : 'Started. The result will be here shortly.'),
   expired: 'This button has expired.',
+  transcribing: '🎙 Transcribing…',
+  transcript: (text) => `🎙 ${text}`,
+  noSpeech: 'I could not hear any words in it.',
+  noSttModel: 'No transcription model is available on your plan right now.',
+  fileTooBig: (limitMb) => `This file is over ${limitMb} MB: Telegram does not let bots download files that large. Please send a shorter recording.`,
+  toolsHint: 'Send me a photo. Name the tool in the caption (remove background, upscale, OCR, colorize, style, face swap) or pick it from the buttons I show.',
+  pickTool: 'What should I do with this photo?',
+  toolNames: { 'remove-bg': '✂️ Remove background', 'upscale-esrgan': '🔍 Upscale', ocr: '🔤 Recognize text', colorize: '🎨 Colorize', 'style-transfer': '🖌 Style', 'face-swap': '🙂 Face swap' },
+  noToolModel: 'This tool is not available on your plan right now.',
+  askSecondPhoto: 'Now send the photo to put this face into.',
+  sendPhoto: 'Please send a photo, or /cancel.',
   insufficientTokens: (price, available) =>
     `Not enough tokens: this costs ${price} and you have ${available} available. Tokens refill monthly with your plan.`,
   rateLimited: (seconds, at) => `Your plan's request limit is reached. Try again in ${formatWait(seconds, 'en')} (at ${at} UTC).`,
@@ -143,11 +209,25 @@ const ru: Texts = {
     isNew
       ? `Здравствуйте, ${name}! Аккаунт создан, на нём месячные токены бесплатного тарифа.\nНапишите что угодно, чтобы поговорить, или выберите действие:`
       : `С возвращением, ${name}! Напишите что угодно, чтобы поговорить, или выберите действие:`,
-  menu: { chat: '💬 Чат', image: '🖼 Картинка', balance: '💰 Баланс', history: '🕘 История', settings: '⚙️ Настройки', help: '❓ Помощь' },
+  menu: {
+    chat: '💬 Чат',
+    image: '🖼 Картинка',
+    video: '🎬 Видео',
+    music: '🎵 Музыка',
+    voice: '🗣 Озвучка',
+    tools: '🛠 Обработка фото',
+    balance: '💰 Баланс',
+    history: '🕘 История',
+    settings: '⚙️ Настройки',
+    help: '❓ Помощь',
+  },
   commands: {
     start: 'Начать и показать меню',
     new: 'Начать новый разговор',
     image: 'Создать картинку',
+    video: 'Создать видео',
+    music: 'Сочинить музыку',
+    voice: 'Озвучить текст голосовым сообщением',
     balance: 'Тариф и токены',
     history: 'Последние генерации',
     settings: 'Язык и модели',
@@ -158,13 +238,15 @@ const ru: Texts = {
   linkCode: (code, minutes) =>
     `Ваш код привязки: ${code}\nВойдите на сайте и отправьте его в POST /api/v2/auth/link в течение ${minutes} минут — Telegram будет использовать баланс и историю того аккаунта.`,
   help: [
-    'Я отвечаю на любое сообщение выбранной чат-моделью и рисую картинки.',
+    'Я отвечаю на любое сообщение выбранной чат-моделью и создаю картинки, видео, музыку и голосовые сообщения.',
     '',
     '/new: забыть разговор и начать заново',
-    '/image: создать картинку (цену вы увидите до списания)',
+    '/image, /video, /music, /voice: создать (цену вы увидите до списания)',
+    'Голосовое сообщение или аудиофайл: я расшифрую его и отвечу.',
+    'Фото: я обработаю его (убрать фон, увеличить, распознать текст, раскрасить, стиль, замена лица); назовите действие в подписи или выберите кнопкой.',
     '/balance: тариф, токены и следующее пополнение',
     '/history: последние генерации',
-    '/settings: язык и чат-модель',
+    '/settings: язык, чат-модель и модель картинок, формат картинок',
     '/cancel: выйти из текущего диалога',
     '',
     'Токены списываются только за завершённую генерацию. В группах упомяните меня или ответьте на моё сообщение.',
@@ -175,7 +257,12 @@ const ru: Texts = {
   nothingToCancel: 'Отменять нечего.',
   thinking: '…',
   noTextModel: 'На вашем тарифе сейчас нет доступной чат-модели.',
-  noImageModel: 'На вашем тарифе сейчас нет доступной модели для картинок.',
+  dialogs: {
+    image: { pickModel: 'Какой моделью рисовать?', askPrompt: 'Опишите картинку:', noModel: 'На вашем тарифе сейчас нет доступной модели для картинок.', sendText: 'Пожалуйста, пришлите описание текстом или /cancel.' },
+    video: { pickModel: 'Какой моделью снимать видео?', askPrompt: 'Опишите видео:', noModel: 'На вашем тарифе сейчас нет доступной модели для видео.', sendText: 'Пожалуйста, пришлите описание текстом или /cancel.' },
+    music: { pickModel: 'Какой моделью сочинять?', askPrompt: 'Опишите музыку (жанр, настроение, инструменты):', noModel: 'На вашем тарифе сейчас нет доступной модели для музыки.', sendText: 'Пожалуйста, пришлите описание текстом или /cancel.' },
+    voice: { pickModel: 'Какой моделью озвучить?', askPrompt: 'Пришлите текст для озвучки:', noModel: 'На вашем тарифе сейчас нет доступной модели озвучки.', sendText: 'Пожалуйста, пришлите текст для озвучки или /cancel.' },
+  },
   balance: (b) =>
     [
       `Тариф: ${b.plan}`,
@@ -184,25 +271,45 @@ const ru: Texts = {
       `Следующее пополнение: ${b.nextRefill}`,
     ].join('\n'),
   historyEmpty: 'Генераций пока нет.',
-  historyTitle: 'Последние генерации:',
+  historyTitle: 'Последние генерации (кнопка пришлёт результат ещё раз):',
+  resend: (id) => `↻ #${id}`,
+  notFound: 'Этой генерации больше нет.',
   status: { pending: 'в работе', completed: 'готово', failed: 'ошибка' },
-  settingsTitle: (b) => `Настройки\nЯзык: ${b.language}\nЧат-модель: ${b.textModel}`,
+  settingsTitle: (b) => `Настройки\nЯзык: ${b.language}\nЧат-модель: ${b.textModel}\nМодель картинок: ${b.imageModel}\nФормат картинок: ${b.imageFormat}`,
   settingsLanguage: '🌐 English',
   settingsTextModel: '💬 Чат-модель',
+  settingsImageModel: '🖼 Модель картинок',
+  settingsImageFormat: '🗂 Формат картинок',
+  pickDefaultImageModel: 'Выберите модель, которой рисует диалог картинок:',
+  pickImageFormat: 'Выберите формат картинок:',
+  imageModelSet: (model) => `Модель картинок: ${model}.`,
+  imageFormatSet: (format) => `Формат картинок: ${format}.`,
+  askEveryTime: 'спрашивать каждый раз',
   pickTextModel: 'Выберите чат-модель:',
   languageSet: 'Язык: русский.',
   textModelSet: (model) => `Чат-модель: ${model}.`,
-  pickImageModel: 'Какой моделью рисовать?',
   tokensRange: (min, max) => (min === max ? `${min} ток.` : `${min}–${max} ток.`),
-  askPrompt: 'Опишите картинку:',
-  pickOption: (param) => (param === 'size' ? 'Выберите размер:' : param === 'aspect_ratio' ? 'Выберите соотношение сторон:' : `Выберите ${param}:`),
+  pickOption: (param) =>
+    ({ size: 'Выберите размер:', aspect_ratio: 'Выберите соотношение сторон:', duration: 'Выберите длительность:', voice_id: 'Выберите голос:' } as Record<string, string | undefined>)[param] ??
+    `Выберите ${param}:`,
+  optionLabel: (param, value) => (param === 'duration' ? `${value} с` : String(value)),
   useButtons: 'Пожалуйста, нажмите одну из кнопок выше или /cancel.',
-  sendText: 'Пожалуйста, пришлите описание текстом или /cancel.',
   confirmPrice: (b) => `${b.model}: ${b.price} токенов (у вас ${b.balance}). Запускаем?`,
   confirm: '✅ Запустить',
   cancel: '✖️ Отмена',
   started: (eta) => (eta ? `Запущено. Результат будет здесь примерно через ${eta} с.` : 'Запущено. Результат скоро будет здесь.'),
   expired: 'Эта кнопка устарела.',
+  transcribing: '🎙 Расшифровываю…',
+  transcript: (text) => `🎙 ${text}`,
+  noSpeech: 'Я не расслышал в нём ни слова.',
+  noSttModel: 'На вашем тарифе сейчас нет доступной модели расшифровки.',
+  fileTooBig: (limitMb) => `Файл больше ${limitMb} МБ: Telegram не даёт ботам скачивать такие файлы. Пришлите запись покороче.`,
+  toolsHint: 'Пришлите фото. Назовите действие в подписи (убрать фон, увеличить, распознать текст, раскрасить, стиль, замена лица) или выберите его кнопкой.',
+  pickTool: 'Что сделать с этим фото?',
+  toolNames: { 'remove-bg': '✂️ Убрать фон', 'upscale-esrgan': '🔍 Увеличить', ocr: '🔤 Распознать текст', colorize: '🎨 Раскрасить', 'style-transfer': '🖌 Стиль', 'face-swap': '🙂 Замена лица' },
+  noToolModel: 'Это действие сейчас недоступно на вашем тарифе.',
+  askSecondPhoto: 'Теперь пришлите фото, на которое перенести это лицо.',
+  sendPhoto: 'Пожалуйста, пришлите фото или /cancel.',
   insufficientTokens: (price, available) =>
     `Недостаточно токенов: это стоит ${price}, а у вас доступно ${available}. Токены пополняются каждый месяц по тарифу.`,
   rateLimited: (seconds, at) => `Достигнут лимит запросов вашего тарифа. Попробуйте через ${formatWait(seconds, 'ru')} (в ${at} UTC).`,

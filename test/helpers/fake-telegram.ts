@@ -1,8 +1,10 @@
 /**
  * A fake Bot API server on 127.0.0.1 speaking Telegram's wire protocol: POST /bot<token>/<method>
  * with JSON, form or multipart bodies, answering `{ok, result}` with realistic objects. It serves
- * queued updates to `getUpdates` (long polling), records every call (uploads with their bytes),
- * and can be told to answer 429 with `retry_after`, or 403 for a chat that blocked the bot.
+ * queued updates to `getUpdates` (long polling) or, once `setWebhook` was called, POSTs them to
+ * the webhook with its secret; answers a second concurrent poller (or polling while a webhook is
+ * set) 409 Conflict; records every call (uploads with their bytes), and can be told to answer 429
+ * with `retry_after`, or 403 for a chat that blocked the bot.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -86,7 +88,19 @@ export class FakeTelegram {
   private readonly texts = new Map<string, string>();
   private readonly scripted = new Map<string, ScriptedError[]>();
   private readonly blocked = new Set<number>();
+  /** Files people sent, served by getFile and GET /file/bot<token>/<path>. */
+  private readonly files = new Map<string, { path: string; bytes: Buffer; size: number }>();
+  /** The pending long poll: a newer getUpdates ends it with 409, as Telegram does. */
+  private activePoll: ((error: ScriptedError) => void) | null = null;
   url = '';
+  /** The webhook set by setWebhook (null after deleteWebhook): updates then go there, getUpdates is refused. */
+  webhook: { url: string; secret_token?: string; allowed_updates?: unknown; drop_pending_updates?: unknown } | null = null;
+  /** Answers to POSTs of updates to the webhook, in order. */
+  readonly webhookDeliveries: Array<{ updateId: number; status: number }> = [];
+  /** getUpdates answered 409 Conflict (two pollers, or polling while a webhook is set). */
+  conflicts = 0;
+  /** getUpdates calls received (they are not in `calls`). */
+  polls = 0;
 
   async start(): Promise<void> {
     this.server = http.createServer((req, res) => void this.handle(req, res));
@@ -102,12 +116,32 @@ export class FakeTelegram {
 
   // ---- Scripting ---------------------------------------------------------------------------
 
-  /** Queues an update; returns it with its id. */
+  /** Queues an update (or, while a webhook is set, POSTs it there); returns it with its id. */
   push(update: Omit<Update, 'update_id'> & { update_id?: number }): Update {
     const full = { ...update, update_id: update.update_id ?? this.nextUpdateId++ } as Update;
+    if (this.webhook) {
+      void this.deliver(full);
+      return full;
+    }
     this.updates.push(full);
     this.wake();
     return full;
+  }
+
+  /** POSTs an update to the webhook with the secret it was set with, as Telegram does. */
+  private async deliver(update: Update): Promise<void> {
+    const hook = this.webhook;
+    if (!hook) return;
+    const headers: Record<string, string> = { 'content-type': 'application/json' };
+    if (hook.secret_token) headers['x-telegram-bot-api-secret-token'] = hook.secret_token;
+    const status = await fetch(hook.url, { method: 'POST', headers, body: JSON.stringify(update) }).then(
+      async (res) => {
+        await res.arrayBuffer();
+        return res.status;
+      },
+      () => 0,
+    );
+    this.webhookDeliveries.push({ updateId: update.update_id, status });
   }
 
   /** Serves an update again although the bot confirmed it (as Telegram does after a lost confirmation). */
@@ -120,6 +154,36 @@ export class FakeTelegram {
     const entities = text.startsWith('/') ? [{ type: 'bot_command', offset: 0, length: text.split(/\s/)[0]?.length ?? 1 }] : undefined;
     return this.push({
       message: { message_id: this.nextMessageId(chat.id), date: Math.floor(Date.now() / 1000), chat, from, text, ...(entities ? { entities } : {}), ...extra },
+    });
+  }
+
+  /**
+   * A message carrying a file (`voice`, `audio`, `photo`, `document`): the bytes are kept for
+   * getFile and the download path; `size` is the file_size Telegram reports (default: the bytes').
+   */
+  media(
+    from: TgUser,
+    kind: 'voice' | 'audio' | 'photo' | 'document',
+    file: { bytes: Buffer; size?: number; mime_type?: string; caption?: string },
+    chat: TgChat = { id: from.id, type: 'private', first_name: from.first_name },
+  ): Update {
+    const fileId = `file-${this.files.size + 1}-${kind}`;
+    const size = file.size ?? file.bytes.length;
+    this.files.set(fileId, { path: `${kind}s/file_${this.files.size + 1}.${kind === 'photo' ? 'jpg' : 'bin'}`, bytes: file.bytes, size });
+    const meta = { file_id: fileId, file_unique_id: `u-${fileId}`, file_size: size };
+    const body =
+      kind === 'photo'
+        ? { photo: [{ ...meta, width: 1, height: 1 }] }
+        : { [kind]: { ...meta, ...(kind === 'voice' || kind === 'audio' ? { duration: 2 } : {}), ...(file.mime_type ? { mime_type: file.mime_type } : {}) } };
+    return this.push({
+      message: {
+        message_id: this.nextMessageId(chat.id),
+        date: Math.floor(Date.now() / 1000),
+        chat,
+        from,
+        ...body,
+        ...(file.caption ? { caption: file.caption } : {}),
+      },
     });
   }
 
@@ -219,6 +283,15 @@ export class FakeTelegram {
       res.writeHead(status, { 'content-type': 'application/json' });
       res.end(JSON.stringify(payload));
     };
+    const download = /^\/file\/bot[^/]+\/(.+)$/.exec(req.url ?? '');
+    if (download && req.method === 'GET') {
+      const file = [...this.files.values()].find((f) => f.path === download[1]);
+      if (!file) return reply(404, { ok: false, error_code: 404, description: 'Not Found' });
+      this.calls.push({ method: 'downloadFile', params: { file_path: file.path }, files: {}, at: Date.now() });
+      res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(file.bytes.length) });
+      res.end(file.bytes);
+      return;
+    }
     if (!match || req.method !== 'POST') return reply(404, { ok: false, error_code: 404, description: 'Not Found' });
     const method = match[2] ?? '';
     const { params, files } = await this.readBody(req);
@@ -258,7 +331,23 @@ export class FakeTelegram {
         return { ...BOT_USER, can_join_groups: true, can_read_all_group_messages: false, supports_inline_queries: false };
       case 'getUpdates':
         return this.serveUpdates(params, res);
+      case 'setWebhook':
+        if (!/^https?:\/\//.test(String(params.url ?? ''))) throw { error_code: 400, description: 'Bad Request: bad webhook: An HTTPS URL must be provided for webhook' };
+        if (params.secret_token !== undefined && !/^[A-Za-z0-9_-]{1,256}$/.test(String(params.secret_token))) {
+          throw { error_code: 400, description: 'Bad Request: secret token contains unallowed characters' };
+        }
+        this.webhook = {
+          url: String(params.url),
+          ...(params.secret_token !== undefined ? { secret_token: String(params.secret_token) } : {}),
+          allowed_updates: params.allowed_updates,
+          drop_pending_updates: params.drop_pending_updates,
+        };
+        return true;
       case 'deleteWebhook':
+        this.webhook = null;
+        return true;
+      case 'getWebhookInfo':
+        return { url: this.webhook?.url ?? '', has_custom_certificate: false, pending_update_count: this.updates.length };
       case 'setMyCommands':
       case 'sendChatAction':
       case 'answerCallbackQuery':
@@ -291,8 +380,16 @@ export class FakeTelegram {
           ...(params.caption ? { caption: params.caption } : {}),
         });
       }
+      case 'getFile': {
+        const file = this.files.get(String(params.file_id));
+        if (!file) throw { error_code: 400, description: 'Bad Request: invalid file_id' };
+        // Telegram gives no path for files a bot may not download.
+        if (file.size > 20 * 1024 * 1024) throw { error_code: 400, description: 'Bad Request: file is too big' };
+        return { file_id: String(params.file_id), file_unique_id: `u-${String(params.file_id)}`, file_size: file.size, file_path: file.path };
+      }
       case 'sendDocument':
       case 'sendVideo':
+      case 'sendVoice':
       case 'sendAudio': {
         const field = method.slice(4).toLowerCase();
         const file = files[field];
@@ -324,6 +421,14 @@ export class FakeTelegram {
     const offset = Number(params.offset ?? 0);
     const limit = Number(params.limit ?? 100);
     const timeout = Number(params.timeout ?? 0);
+    this.polls++;
+    // Telegram keeps one long poll per token: a newer one ends the older with 409.
+    this.activePoll?.({ error_code: 409, description: 'Conflict: terminated by other getUpdates request; make sure that only one bot instance is running' });
+    this.activePoll = null;
+    if (this.webhook) {
+      this.conflicts++;
+      return Promise.reject({ error_code: 409, description: "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first" });
+    }
     // Updates below the offset are confirmed: Telegram forgets them.
     while (this.updates.length && (this.updates[0]?.update_id ?? 0) < offset) this.updates.shift();
     const take = (): Update[] => {
@@ -332,17 +437,27 @@ export class FakeTelegram {
     };
     const ready = take();
     if (ready.length || timeout <= 0) return Promise.resolve(ready);
-    return new Promise((resolve) => {
+    return new Promise((resolve, reject) => {
       let done = false;
       const finish = () => {
         if (done) return;
         done = true;
         clearTimeout(timer);
         this.waiting.delete(finish);
+        if (this.activePoll === terminate) this.activePoll = null;
         resolve(take());
+      };
+      const terminate = (error: ScriptedError) => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        this.waiting.delete(finish);
+        this.conflicts++;
+        reject(error);
       };
       const timer = setTimeout(finish, timeout * 1000);
       this.waiting.add(finish);
+      this.activePoll = terminate;
       res.on('close', finish);
     });
   }

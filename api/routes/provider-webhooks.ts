@@ -1,0 +1,53 @@
+/**
+ * Webhooks from upstream providers: Replicate posts the finished prediction to
+ * `POST /api/v2/providers/replicate/webhook`, signed by the Standard Webhooks scheme. A valid one
+ * wakes the job polling that prediction (in this process or, over Redis, in a worker); it never
+ * finishes a job itself, so the signature check guards only against needless polls.
+ */
+import Router from '@koa/router';
+import { isRecord } from '../../shared/providers/openai/http';
+import { verifyWebhook } from '../../shared/providers/replicate/webhook';
+import { AppError } from '../../shared/errors';
+import type { AppContext, AppCustom, AppState } from '../context';
+
+const MAX_BODY_BYTES = 1024 * 1024;
+
+/** The body as sent: the signature covers these bytes, not the parsed JSON. */
+async function rawBody(ctx: AppContext): Promise<string> {
+  // koa-body keeps what it parsed here (`includeUnparsed` in api/app.ts).
+  if (typeof ctx.request.rawBody === 'string') return ctx.request.rawBody;
+  // Not JSON by its Content-Type: the body parser left the stream unread.
+  if (!ctx.req.readable) return '';
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of ctx.req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_BODY_BYTES) throw new AppError('payload_too_large');
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+export function providerWebhookRoutes(): Router<AppState, AppCustom> {
+  const router = new Router<AppState, AppCustom>();
+  router.post('/api/v2/providers/replicate/webhook', async (ctx) => {
+    const { config, predictionSignals, log } = ctx.container;
+    if (!config.replicateWebhook) throw new AppError('feature_disabled', { detail: 'Replicate webhooks are not configured on this server (REPLICATE_WEBHOOK_SECRET)' });
+    const body = await rawBody(ctx);
+    const verdict = verifyWebhook(config.replicateWebhook.secret, { id: ctx.get('webhook-id') || undefined, timestamp: ctx.get('webhook-timestamp') || undefined, signature: ctx.get('webhook-signature') || undefined }, body);
+    if (!verdict.ok) {
+      log.warn({ reason: verdict.reason }, 'replicate webhook refused');
+      throw new AppError('invalid_webhook_signature', { detail: `Invalid webhook signature: ${verdict.reason}` });
+    }
+    let prediction: unknown;
+    try {
+      prediction = JSON.parse(body);
+    } catch {
+      throw new AppError('malformed_request');
+    }
+    if (!isRecord(prediction) || typeof prediction.id !== 'string' || prediction.id === '') throw AppError.validation('id', 'must be the prediction id');
+    await predictionSignals.notify(prediction.id);
+    ctx.status = 204;
+  });
+  return router;
+}

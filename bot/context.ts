@@ -1,0 +1,115 @@
+/**
+ * What every part of the bot shares: the context type, the person's account on each update, the
+ * chat state, and the two ways a handler starts work (a chat turn, a media generation), both of
+ * which only accept and queue: the worker delivers (shared/telegram/delivery.ts).
+ */
+import type { Api, Context } from 'grammy';
+import type { User as TelegramUser } from 'grammy/types';
+import type { Conversation, ConversationFlavor } from '@grammyjs/conversations';
+import type { Container } from '../shared/container';
+import { Generation, User } from '../shared/db/entities';
+import type { GenerateRequest } from '../shared/generation/input';
+import type { Plan } from '../shared/plans';
+import { BotDeliveries } from '../shared/telegram/delivery';
+import { refusalText } from '../shared/telegram/refusal';
+import { ChatStates, createKeyValueStore, KeyValueStore } from '../shared/telegram/state';
+import { Language, languageOf, Texts, TEXTS } from '../shared/telegram/texts';
+import { Preferences } from './preferences';
+
+export interface Account {
+  user: User;
+  plan: Plan;
+  language: Language;
+  texts: Texts;
+  isNew: boolean;
+}
+
+interface AccountFlavor {
+  account?: Account;
+}
+
+export type BotContext = ConversationFlavor<Context & AccountFlavor>;
+export type DialogContext = Context;
+export type Dialog = Conversation<BotContext, DialogContext>;
+
+export interface BotServices {
+  container: Container;
+  api: Api;
+  store: KeyValueStore;
+  chats: ChatStates;
+  deliveries: BotDeliveries;
+  preferences: Preferences;
+  accountOf(from: TelegramUser): Promise<Account>;
+  /** The account the middleware attached to this update. */
+  account(ctx: BotContext): Account;
+  /** A generation's idempotency key: the bot and the update that asked for it. */
+  idempotencyKey(me: TelegramUser, updateId: number): string;
+  /** A redelivered update whose generation is under way already: nothing to download or start again. */
+  alreadyStarted(userId: number, key: string): Promise<boolean>;
+  /** Accepts a media generation, says it started, and queues it. */
+  startMedia(from: TelegramUser, chatId: string, request: GenerateRequest, key: string, startedText?: string): Promise<void>;
+}
+
+export function createServices(container: Container, api: Api): BotServices {
+  const { messenger, plans, users, generations, queue, clock, config } = container;
+  const store = createKeyValueStore({ db: container.db, clock, redis: container.redis, redisPrefix: config.redisPrefix });
+  const deliveries = new BotDeliveries(container);
+
+  async function accountOf(from: TelegramUser): Promise<Account> {
+    const { user, isNew } = await messenger.findOrCreateUser({
+      telegramId: from.id,
+      firstName: from.first_name,
+      lastName: from.last_name,
+      username: from.username,
+      languageCode: from.language_code,
+    });
+    const language = languageOf(user.language);
+    return { user, plan: plans.get(users.effectivePlan(user)), language, texts: TEXTS[language], isNew };
+  }
+
+  async function startMedia(from: TelegramUser, chatId: string, request: GenerateRequest, key: string, startedText?: string): Promise<void> {
+    const a = await accountOf(from);
+    let accepted;
+    try {
+      accepted = await generations.accept({ user: a.user, plan: a.plan }, request, { idempotencyKey: key, source: 'bot' });
+    } catch (error) {
+      const text = refusalText(error, a.texts, clock());
+      if (text === null) throw error;
+      await api.sendMessage(chatId, text);
+      return;
+    }
+    const { generation, model } = accepted;
+    if (accepted.replay && (await deliveries.get(generation.id))) return;
+    if (generation.status === 'failed') {
+      await api.sendMessage(chatId, a.texts.failed(generation.error ?? ''));
+      return;
+    }
+    const started = await api.sendMessage(chatId, startedText ?? a.texts.started(model.sync ? null : model.etaSeconds));
+    if (!(await deliveries.create({ generationId: generation.id, chatId, messageId: started.message_id, kind: 'media', language: a.language, prompt: null }))) return;
+    if (generation.status === 'pending') {
+      await queue.enqueue('generation.run', { generationId: generation.id }, { jobId: `gen-${generation.id}` });
+    } else {
+      await queue.enqueue('bot.deliver', { generationId: generation.id }, { jobId: `bot-deliver-${generation.id}` });
+    }
+  }
+
+  return {
+    container,
+    api,
+    store,
+    chats: new ChatStates(store),
+    deliveries,
+    preferences: new Preferences(store),
+    accountOf,
+    account(ctx) {
+      if (!ctx.account) throw new Error('no account on this update');
+      return ctx.account;
+    },
+    idempotencyKey: (me, updateId) => `tg-${me.id}-${updateId}`,
+    async alreadyStarted(userId, key) {
+      const existing = await container.db.repo(Generation).findOneBy({ userId, idempotencyKey: key });
+      return existing !== null && (await deliveries.get(existing.id)) !== null;
+    },
+    startMedia,
+  };
+}

@@ -1,0 +1,118 @@
+/**
+ * The image, video, music and voice dialogs (@grammyjs/conversations): pick a model the plan
+ * allows (the image dialog skips this when /settings chose one), take the prompt (the text to
+ * speak), offer the options the model has (size or aspect ratio, duration, voice) each with its
+ * price, and show the catalog's price against the balance before confirming. The confirmation's
+ * update id keys the generation, so a redelivered press is not charged twice.
+ */
+import { InlineKeyboard } from 'grammy';
+import { refusalText } from '../../shared/telegram/refusal';
+import { Texts, TEXTS } from '../../shared/telegram/texts';
+import type { BotServices, Dialog, DialogContext } from '../context';
+import { formatParam, MEDIA_KINDS, MediaKind, mediaOptions, modelsFor, optionValue } from '../models';
+
+/** Waits for a button of this dialog; its ✖️ button leaves it. The answer's update id keys the generation. */
+async function choose(conversation: Dialog, texts: Texts, prefix: string, wanted: string): Promise<{ value: string; updateId: number }> {
+  for (;;) {
+    const answer = await conversation.waitFor('callback_query:data', { otherwise: (c) => c.reply(texts.useButtons) });
+    await answer.answerCallbackQuery();
+    const data = answer.callbackQuery.data;
+    if (data === `${prefix}:x`) {
+      await answer.reply(texts.cancelled);
+      return conversation.halt();
+    }
+    if (data.startsWith(wanted)) return { value: data.slice(wanted.length), updateId: answer.update.update_id };
+    await answer.reply(texts.useButtons);
+  }
+}
+
+export function mediaDialog(services: BotServices, kind: MediaKind): (conversation: Dialog, ctx: DialogContext) => Promise<void> {
+  const { catalog, generations, plans, clock } = services.container;
+  const { prefix, category } = MEDIA_KINDS[kind];
+
+  return async function dialog(conversation, ctx) {
+    const from = ctx.from;
+    const chatId = ctx.chat?.id;
+    if (!from || chatId === undefined) return;
+    const info = await conversation.external(async () => {
+      const a = await services.accountOf(from);
+      const prefs = kind === 'image' ? await services.preferences.load(chatId) : null;
+      const models = modelsFor(catalog, a.plan, category).map((l) => ({ slug: l.model.slug, name: l.model.name, min: l.minTokenCost, max: l.maxTokenCost }));
+      const preset = prefs?.imageModel && models.some((m) => m.slug === prefs.imageModel) ? prefs.imageModel : null;
+      // A voice message needs OGG (Opus when the engine makes it); an image takes the chosen format.
+      return { language: a.language, models, preset, format: kind === 'voice' ? 'ogg' : (prefs?.imageFormat ?? null) };
+    });
+    const texts = TEXTS[info.language];
+    const words = texts.dialogs[kind];
+    if (info.models.length === 0) {
+      await ctx.reply(words.noModel);
+      return;
+    }
+    let slug = info.preset;
+    if (!slug) {
+      const pick = new InlineKeyboard();
+      for (const m of info.models) pick.text(`${m.name} · ${texts.tokensRange(m.min, m.max)}`, `${prefix}:m:${m.slug}`).row();
+      pick.text(texts.cancel, `${prefix}:x`);
+      await ctx.reply(words.pickModel, { reply_markup: pick });
+      slug = (await choose(conversation, texts, prefix, `${prefix}:m:`)).value;
+    }
+    const chosenSlug = slug;
+
+    await ctx.reply(words.askPrompt);
+    const promptCtx = await conversation.waitFor('message:text', { otherwise: (c) => c.reply(words.sendText) });
+    const prompt = promptCtx.message.text.trim();
+
+    const setup = await conversation.external(() => {
+      const model = catalog.find(chosenSlug);
+      if (!model) return { options: [], format: null };
+      return { options: mediaOptions(model, kind), format: formatParam(model, info.format) };
+    });
+    const params: Record<string, string | number> = {};
+    if (setup.format) params.format = setup.format;
+    for (const option of setup.options) {
+      const priced = await conversation.external(() => {
+        const model = catalog.find(chosenSlug);
+        return option.values.map((value) => {
+          try {
+            return { value, price: model ? generations.quoteParams(model, { params: { ...params, [option.param]: value }, topLevel: {} }).price : null };
+          } catch {
+            return { value, price: null };
+          }
+        });
+      });
+      const keyboard = new InlineKeyboard();
+      for (const v of priced) {
+        const label = texts.optionLabel(option.param, v.value) + (v.price === null ? '' : ` · ${texts.tokensRange(v.price, v.price)}`);
+        keyboard.text(label, `${prefix}:o:${v.value}`).row();
+      }
+      keyboard.text(texts.cancel, `${prefix}:x`);
+      await ctx.reply(texts.pickOption(option.param), { reply_markup: keyboard });
+      const value = optionValue(option, (await choose(conversation, texts, prefix, `${prefix}:o:`)).value);
+      if (value !== undefined) params[option.param] = value;
+    }
+
+    const quote = await conversation.external(async () => {
+      const a = await services.accountOf(from);
+      try {
+        const model = generations.model(chosenSlug);
+        if (!plans.allows(a.plan.name, model.minPlan)) return { ok: false as const, text: texts.insufficientPlan };
+        const { price } = generations.quote(model, { model: chosenSlug, prompt, params, topLevel: {} });
+        const balance = Math.max(0, a.user.subscriptionTokens + a.user.bonusTokens - a.user.heldTokens);
+        return { ok: true as const, price, balance, name: model.name };
+      } catch (error) {
+        const text = refusalText(error, texts, clock());
+        if (text === null) throw error;
+        return { ok: false as const, text };
+      }
+    });
+    if (!quote.ok) {
+      await ctx.reply(quote.text);
+      return;
+    }
+    const confirm = new InlineKeyboard().text(texts.confirm, `${prefix}:go`).text(texts.cancel, `${prefix}:x`);
+    await ctx.reply(texts.confirmPrice({ model: quote.name, price: quote.price, balance: quote.balance }), { reply_markup: confirm });
+    const confirmed = await choose(conversation, texts, prefix, `${prefix}:go`);
+    const key = services.idempotencyKey(ctx.me, confirmed.updateId);
+    await conversation.external(() => services.startMedia(from, String(chatId), { model: chosenSlug, prompt, params, topLevel: {} }, key));
+  };
+}

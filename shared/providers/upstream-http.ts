@@ -1,0 +1,126 @@
+/**
+ * The HTTP layer shared by the upstream adapters that are not OpenAI-shaped (ElevenLabs,
+ * Deepgram): one POST to `{baseUrl}{path}` with the provider's own auth headers, and one mapping
+ * of every failure to a ProviderError. Each provider brings how to read its error bodies.
+ *
+ * Mapping: 429 → rate_limited (with Retry-After); 401/402/403 → unavailable (the service's
+ * credentials or account are at fault, not the user's request: a fallback may serve it); 408 →
+ * timeout; other 4xx → bad_request with the provider's message; 5xx and network errors →
+ * unavailable; an abort → timeout. The key never appears in a message.
+ */
+import { parseRetryAfter } from './openai/http';
+import { ProviderError } from './types';
+
+export interface UpstreamHttpOptions {
+  /** Provider name used in messages (`elevenlabs`). */
+  name: string;
+  /** No trailing slash needed. */
+  baseUrl: string;
+  fetch?: typeof fetch;
+  /** Headers that authenticate every request (empty without a key). */
+  authHeaders: Record<string, string>;
+  /** Values scrubbed from any text that could reach a user or a log (the key). */
+  secrets: string[];
+  /** The provider's message in a parsed error body, or null when there is none. */
+  errorMessage(body: unknown): string | null;
+}
+
+export class UpstreamHttp {
+  readonly baseUrl: string;
+  readonly name: string;
+  private readonly fetchImpl: typeof fetch;
+
+  constructor(private readonly options: UpstreamHttpOptions) {
+    this.baseUrl = options.baseUrl.replace(/\/+$/, '');
+    this.name = options.name;
+    this.fetchImpl = options.fetch ?? fetch;
+  }
+
+  scrub(text: string): string {
+    return this.options.secrets.filter((s) => s !== '').reduce((out, secret) => out.split(secret).join('[redacted]'), text);
+  }
+
+  /** POST a body; resolves to the (2xx) response or throws a ProviderError. */
+  async post(path: string, body: string | Uint8Array, headers: Record<string, string>, signal: AbortSignal): Promise<Response> {
+    if (signal.aborted) throw this.transportError(signal.reason, signal);
+    let response: Response;
+    try {
+      response = await this.fetchImpl(`${this.baseUrl}${path}`, {
+        method: 'POST',
+        headers: { ...headers, ...this.options.authHeaders },
+        body,
+        signal,
+        redirect: 'follow',
+      });
+    } catch (error) {
+      throw this.transportError(error, signal);
+    }
+    if (response.ok) return response;
+    throw await this.statusError(response, signal);
+  }
+
+  async readBytes(response: Response, signal: AbortSignal): Promise<Buffer> {
+    try {
+      return Buffer.from(await response.arrayBuffer());
+    } catch (error) {
+      throw this.transportError(error, signal);
+    }
+  }
+
+  async readJson(response: Response, signal: AbortSignal): Promise<unknown> {
+    const bytes = await this.readBytes(response, signal);
+    try {
+      return JSON.parse(bytes.toString('utf8')) as unknown;
+    } catch {
+      throw this.malformed('');
+    }
+  }
+
+  malformed(what: string): ProviderError {
+    return new ProviderError('unavailable', `The ${this.name} provider sent a malformed ${what ? `${what} ` : ''}response`);
+  }
+
+  /** A failure without an HTTP status: aborted or timed out → timeout, anything else → unavailable. */
+  transportError(error: unknown, signal: AbortSignal): ProviderError {
+    if (error instanceof ProviderError) return error;
+    const name = error instanceof Error || error instanceof DOMException ? error.name : '';
+    if (signal.aborted || name === 'AbortError' || name === 'TimeoutError') {
+      return new ProviderError('timeout', `The ${this.name} provider did not answer in time`);
+    }
+    return new ProviderError('unavailable', `The ${this.name} provider could not be reached`);
+  }
+
+  async statusError(response: Response, signal: AbortSignal): Promise<ProviderError> {
+    let text = '';
+    try {
+      text = (await this.readBytes(response, signal)).toString('utf8');
+    } catch {
+      // the body is not needed to classify the status
+    }
+    const detail = this.detailOf(text);
+    const suffix = detail ? `: ${detail}` : '';
+    const status = response.status;
+    if (status === 429) {
+      return new ProviderError('rate_limited', `The ${this.name} provider is rate limiting requests${suffix}`, parseRetryAfter(response.headers));
+    }
+    if (status === 401 || status === 403) {
+      return new ProviderError('unavailable', `The ${this.name} provider rejected the service's credentials (HTTP ${status})`);
+    }
+    if (status === 402) return new ProviderError('unavailable', `The ${this.name} provider refused the service's account (HTTP 402)${suffix}`);
+    if (status === 408) return new ProviderError('timeout', `The ${this.name} provider timed out`);
+    if (status >= 400 && status < 500) return new ProviderError('bad_request', `The ${this.name} provider rejected the request (HTTP ${status})${suffix}`);
+    return new ProviderError('unavailable', `The ${this.name} provider is unavailable (HTTP ${status})`);
+  }
+
+  private detailOf(text: string): string {
+    if (text.trim() === '') return '';
+    let message: string | null;
+    try {
+      message = this.options.errorMessage(JSON.parse(text) as unknown);
+    } catch {
+      // Not JSON (a proxy's HTML page, say): show nothing rather than markup.
+      message = /^\s*</.test(text) ? null : text.trim();
+    }
+    return message ? this.scrub(message).slice(0, 500) : '';
+  }
+}

@@ -1,0 +1,111 @@
+/**
+ * A chat turn the bot starts: a text generation with the chat's model and conversation, accepted
+ * through the normal pipeline and queued as a `bot.chat` job that streams the reply. Both the bot
+ * (a text message) and the worker (the transcript of a voice message) start turns, so it lives here.
+ */
+import type { Api } from 'grammy';
+import type { Catalog, CatalogModel, ModelListing } from '../catalog';
+import type { Category } from '../catalog/types';
+import type { Container } from '../container';
+import type { User } from '../db/entities';
+import type { GenerateRequest } from '../generation/input';
+import type { Plan } from '../plans';
+import type { ChatMessage } from '../providers/types';
+import type { BotDeliveries } from './delivery';
+import { refusalText } from './refusal';
+import type { ChatStates, ChatTurn } from './state';
+import { Language, TEXTS } from './texts';
+
+/** Characters of history per token of the model's context, and the share of it the history may use. */
+const CHARS_PER_TOKEN = 4;
+const HISTORY_SHARE = 0.75;
+const DEFAULT_HISTORY_CHARS = 48_000;
+
+/** The offered models of a category the plan allows, cheapest first. */
+export function modelsFor(catalog: Catalog, plan: Plan, category: Category): ModelListing[] {
+  return catalog.list({ category, availableAt: plan.name }).sort((a, b) => a.tokenCost - b.tokenCost);
+}
+
+/**
+ * The chat model: the one chosen in /settings while the plan allows it, otherwise the cheapest
+ * offered text model the plan allows, preferring one that streams (replies appear as they come).
+ */
+export function chatModel(catalog: Catalog, plan: Plan, chosen: string | null): CatalogModel | null {
+  const allowed = modelsFor(catalog, plan, 'text');
+  const picked = chosen ? allowed.find((l) => l.model.slug === chosen) : undefined;
+  if (picked) return picked.model;
+  return (allowed.find((l) => l.model.supportsStreaming) ?? allowed[0])?.model ?? null;
+}
+
+/** The history and the new turn, oldest turns dropped to fit the model's context. */
+export function trimToContext(history: ChatTurn[], text: string, model: CatalogModel): ChatMessage[] {
+  const maxContext = typeof model.config.max_context === 'number' ? model.config.max_context : null;
+  const budget = maxContext ? Math.floor(maxContext * CHARS_PER_TOKEN * HISTORY_SHARE) : DEFAULT_HISTORY_CHARS;
+  const turns: ChatTurn[] = [...history, { role: 'user', content: text }];
+  let total = turns.reduce((n, t) => n + t.content.length, 0);
+  let start = 0;
+  while (start < turns.length - 1 && total > budget) {
+    total -= turns[start]?.content.length ?? 0;
+    start++;
+  }
+  while (start < turns.length - 1 && turns[start]?.role === 'assistant') start++;
+  return turns.slice(start).map((t) => ({ role: t.role, content: t.content }));
+}
+
+export interface ChatTurnDeps {
+  container: Pick<Container, 'catalog' | 'generations' | 'queue' | 'clock'>;
+  api: Api;
+  chats: ChatStates;
+  deliveries: BotDeliveries;
+}
+
+export interface ChatTurnRequest {
+  user: User;
+  plan: Plan;
+  language: Language;
+  chatId: string;
+  text: string;
+  /** The update that asked for it: a redelivery is not charged twice. */
+  idempotencyKey: string;
+  /** In groups the placeholder answers the person's message. */
+  replyTo?: number;
+}
+
+/** Accepts the turn and queues it; refusals and failures are answered in the chat. */
+export async function startChatTurn(deps: ChatTurnDeps, turn: ChatTurnRequest): Promise<void> {
+  const { catalog, generations, queue, clock } = deps.container;
+  const texts = TEXTS[turn.language];
+  const state = await deps.chats.load(turn.chatId);
+  const model = chatModel(catalog, turn.plan, state.textModel);
+  if (!model) {
+    await deps.api.sendMessage(turn.chatId, texts.noTextModel);
+    return;
+  }
+  const request: GenerateRequest = { model: model.slug, messages: trimToContext(state.history, turn.text, model), topLevel: {} };
+  let accepted;
+  try {
+    accepted = await generations.accept({ user: turn.user, plan: turn.plan }, request, { idempotencyKey: turn.idempotencyKey, source: 'bot' });
+  } catch (error) {
+    const refusal = refusalText(error, texts, clock());
+    if (refusal === null) throw error;
+    await deps.api.sendMessage(turn.chatId, refusal);
+    return;
+  }
+  const { generation } = accepted;
+  // A redelivered update: the first delivery is already under way (and charged at most once).
+  if (accepted.replay && (await deps.deliveries.get(generation.id))) return;
+  if (generation.status === 'failed') {
+    await deps.api.sendMessage(turn.chatId, texts.failed(generation.error ?? ''));
+    return;
+  }
+  const placeholder = await deps.api.sendMessage(turn.chatId, texts.thinking, turn.replyTo ? { reply_parameters: { message_id: turn.replyTo } } : {});
+  const created = await deps.deliveries.create({
+    generationId: generation.id,
+    chatId: turn.chatId,
+    messageId: placeholder.message_id,
+    kind: 'chat',
+    language: turn.language,
+    prompt: turn.text,
+  });
+  if (created) await queue.enqueue('bot.chat', { generationId: generation.id }, { jobId: `bot-chat-${generation.id}` });
+}
