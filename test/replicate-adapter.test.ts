@@ -117,10 +117,10 @@ describe('configuration', () => {
     expect((error as ConfigError).problems.some((p) => p.startsWith('REPLICATE_WEBHOOK_SECRET: '))).toBe(true);
   });
 
-  it('offers image, video and music', () => {
+  it('offers image, video, music and the image tools', () => {
     const adapter = adapterWith();
     expect(adapter.name).toBe('replicate');
-    expect(adapter.image && adapter.video && adapter.music).toBeTruthy();
+    expect(adapter.image && adapter.video && adapter.music && adapter.tool).toBeTruthy();
   });
 });
 

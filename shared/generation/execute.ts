@@ -149,7 +149,8 @@ export async function executeCategory(
       const result = await need(adapter.tool, adapter, 'image tools').run(
         {
           upstreamModel: model.upstreamModel,
-          tool: model.upstreamModel,
+          // The tool's own name (`remove-bg`): `config.tool`, else the primary provider's model id.
+          tool: typeof model.config.tool === 'string' ? model.config.tool : model.upstreamModel,
           prompt: input.prompt,
           image,
           secondImage: secondUrl ? await inputs.fetch(secondUrl, options.signal) : null,

@@ -12,7 +12,6 @@ import { Generation } from '../db/entities';
 import { captureHold, releaseHold } from '../billing/holds';
 import type { Logger } from '../log';
 import type { ProviderRegistry } from '../providers/registry';
-import { capabilityFor } from '../providers/registry';
 import { CallOptions, FileOutput, ProviderAdapter, ProviderError, Usage } from '../providers/types';
 import type { Storage } from '../storage';
 import type { ProviderSlots, ReleaseSlot } from '../providers/concurrency';
@@ -103,11 +102,14 @@ export class GenerationRunner {
     return this.catalog.find(generation.modelSlug);
   }
 
-  /** Providers to try in order: the model's own, then its configured fallbacks. */
+  /**
+   * Providers to try in order: the model's own, then its configured fallbacks; one that cannot
+   * serve its upstream model here (a local tool whose engine is missing) is skipped.
+   */
   private candidates(model: CatalogModel): Array<{ adapter: ProviderAdapter; upstreamModel: string }> {
     const all = [{ provider: model.provider, upstreamModel: model.upstreamModel }, ...model.fallbacks];
     return all
-      .filter((c) => this.providers.has(c.provider) && this.providers.get(c.provider)[capabilityFor(model.category)] !== undefined)
+      .filter((c) => this.providers.canServe(c.provider, model.category, c.upstreamModel))
       .map((c) => ({ adapter: this.providers.get(c.provider), upstreamModel: c.upstreamModel }));
   }
 
@@ -123,7 +125,9 @@ export class GenerationRunner {
     for (const candidate of candidates) {
       const release = await this.slotOf(candidate.adapter.name, slotWaitMs, options.signal);
       try {
-        return await executeCategory(candidate.adapter, { ...model, upstreamModel: candidate.upstreamModel }, input, options, this.inputs);
+        // A fallback runs the same tool under another upstream id: the tool keeps its own name.
+        const config = model.category === 'tool' ? { ...model.config, tool: model.config.tool ?? model.upstreamModel } : model.config;
+        return await executeCategory(candidate.adapter, { ...model, upstreamModel: candidate.upstreamModel, config }, input, options, this.inputs);
       } catch (error) {
         lastError = error;
         const fallThrough = error instanceof ProviderError && error.kind === 'unavailable' && !options.signal.aborted;

@@ -8,7 +8,9 @@
  * `/v1/files/…` of the API itself; error bodies `{title, detail, status}`, 429 with Retry-After.
  * Each prediction follows a plan (how many polls until it ends, how it ends, a Retry-After on its
  * polls); failures of create and poll requests are scripted with `nextCreate` / `nextPoll`.
- * It can also post a signed webhook (Standard Webhooks) to our endpoint.
+ * It can also post a signed webhook (Standard Webhooks) to our endpoint. The image-tool models
+ * (fake-replicate-tools.ts) validate their own inputs instead of a prompt and return files sized
+ * from their input image, or (OCR) a string.
  */
 import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
@@ -21,6 +23,7 @@ import sharp from 'sharp';
 import { findFfmpeg } from '../../shared/providers/local/video';
 import { signWebhook } from '../../shared/providers/replicate/webhook';
 import { sineWav } from './fake-openai';
+import { FAKE_OCR_TEXT, FAKE_TOOL_MODELS, toolInputProblem, toolOutputFile } from './fake-replicate-tools';
 
 export interface RecordedRequest {
   method: string;
@@ -56,6 +59,8 @@ export interface FakePrediction {
   webhookEventsFilter: unknown;
   status: 'starting' | 'processing' | 'succeeded' | 'failed' | 'canceled';
   output: string | string[] | null;
+  /** Set for the image-tool models. */
+  tool: string | null;
   error: string | null;
   logs: string;
   polls: number;
@@ -303,7 +308,7 @@ export class FakeReplicate {
       const body = request.json;
       const version = typeof body?.version === 'string' ? body.version : null;
       if (!byModel && !version) return this.problem(res, 422, 'Input validation failed', '- version: version is required');
-      return this.create(res, byModel ? `${byModel[1]}/${byModel[2]}` : `versioned/${version}`, version, body, request);
+      return await this.create(res, byModel ? `${byModel[1]}/${byModel[2]}` : `versioned/${version}`, version, body, request);
     }
     const one = /^\/v1\/predictions\/([\w-]+)(\/cancel)?$/.exec(route);
     const prediction = one ? this.predictions.get(one[1] ?? '') : undefined;
@@ -321,13 +326,17 @@ export class FakeReplicate {
     this.json(res, 200, this.view(prediction), prediction.plan.retryAfter !== undefined ? { 'retry-after': prediction.plan.retryAfter } : {});
   }
 
-  private create(res: ServerResponse, model: string, version: string | null, body: Record<string, unknown> | null, request: RecordedRequest): void {
+  private async create(res: ServerResponse, model: string, version: string | null, body: Record<string, unknown> | null, request: RecordedRequest): Promise<void> {
     const input = body?.input;
     if (typeof input !== 'object' || input === null || Array.isArray(input)) {
       return this.problem(res, 422, 'Input validation failed', '- input: input is required');
     }
     const fields = input as Record<string, unknown>;
-    if (typeof fields.prompt !== 'string' || fields.prompt.trim() === '') {
+    const tool = FAKE_TOOL_MODELS[model];
+    if (tool) {
+      const problem = await toolInputProblem(tool, fields);
+      if (problem) return this.problem(res, 422, 'Input validation failed', problem);
+    } else if (typeof fields.prompt !== 'string' || fields.prompt.trim() === '') {
       const echo = this.echoKey ? ` (request authorized as ${String(request.headers.authorization)})` : '';
       return this.problem(res, 422, 'Input validation failed', `- input.prompt: prompt is required${echo}`);
     }
@@ -341,6 +350,7 @@ export class FakeReplicate {
       webhookEventsFilter: body?.webhook_events_filter ?? null,
       status: 'starting',
       output: null,
+      tool: tool ? model : null,
       error: null,
       logs: '',
       polls: 0,
@@ -377,8 +387,18 @@ export class FakeReplicate {
       prediction.status = 'canceled';
       return;
     }
-    const url = await this.storeOutput(prediction, end.output ?? outputKindOf(prediction.model));
+    const tool = prediction.tool ? FAKE_TOOL_MODELS[prediction.tool] : undefined;
+    if (tool?.output === 'text') {
+      prediction.status = 'succeeded';
+      prediction.output = FAKE_OCR_TEXT;
+      return;
+    }
+    const url = tool ? this.storeFile(prediction, await toolOutputFile(tool, prediction.input)) : await this.storeOutput(prediction, end.output ?? outputKindOf(prediction.model));
     prediction.status = 'succeeded';
+    if (tool) {
+      prediction.output = tool.list ? [url] : url;
+      return;
+    }
     prediction.output = end.shape === 'array' ? [url] : url;
   }
 
@@ -395,6 +415,10 @@ export class FakeReplicate {
       const seconds = typeof prediction.input.duration === 'number' ? prediction.input.duration : 2;
       stored = { bytes: sineWav(seconds, 8_000), contentType: 'audio/wav', extension: 'wav' };
     }
+    return this.storeFile(prediction, stored);
+  }
+
+  private storeFile(prediction: FakePrediction, stored: { bytes: Buffer; contentType: string; extension: string }): string {
     const name = `${prediction.id}.${stored.extension}`;
     this.files.set(name, stored);
     return this.outputOrigin === 'api' ? `${this.baseUrl}/files/${name}` : `${this.cdnUrl}/files/${name}`;

@@ -4,13 +4,15 @@
  * until the prediction succeeds, fails or is canceled; the first output URL is downloaded. With a
  * webhook configured the provider is also asked to call us on completion, which only makes the
  * poll happen now (see PredictionSignals). An abort (the model's timeout, a cancelled job) cancels
- * the prediction upstream, best effort, and fails with `timeout`.
+ * the prediction upstream, best effort, and fails with `timeout`. Image tools map their inputs
+ * per tool (see tools.ts); OCR's output is the text itself, not a file.
  */
 import { findFfmpeg } from '../local/video';
 import { isRecord } from '../openai/http';
 import { CallOptions, ImageRequest, MusicRequest, ProviderAdapter, ProviderError, VideoRequest } from '../types';
 import { PollAnswer, Prediction, REPLICATE_PROVIDER_NAME, ReplicateHttp } from './http';
 import { imageResult, musicResult, videoResult } from './media';
+import { outputText, TOOL_MAPPINGS, toolImageResult, toolInput, toolOf } from './tools';
 import { PredictionSignals } from './signals';
 
 export { PredictionSignals } from './signals';
@@ -209,8 +211,8 @@ export function createReplicateProvider(options: ReplicateProviderOptions): Prov
     }
   }
 
-  /** Creates a prediction, waits for it and downloads its first output. */
-  async function predict(upstreamModel: string, input: Record<string, unknown>, call: CallOptions): Promise<Buffer> {
+  /** Creates a prediction and waits for it to succeed; its output. */
+  async function outputOf(upstreamModel: string, input: Record<string, unknown>, call: CallOptions): Promise<unknown> {
     const body: Record<string, unknown> = { input };
     if (webhook) {
       body.webhook = webhook.url;
@@ -219,7 +221,12 @@ export function createReplicateProvider(options: ReplicateProviderOptions): Prov
     const created = await http.create(upstreamModel, body, call.signal);
     const prediction = await settle(created, call);
     if (prediction.status !== 'succeeded') throw failureOf(prediction, (text) => http.scrub(text));
-    const url = firstOutputUrl(prediction.output);
+    return prediction.output;
+  }
+
+  /** Creates a prediction, waits for it and downloads its first output. */
+  async function predict(upstreamModel: string, input: Record<string, unknown>, call: CallOptions): Promise<Buffer> {
+    const url = firstOutputUrl(await outputOf(upstreamModel, input, call));
     if (!url) throw new ProviderError('unavailable', `The ${REPLICATE_PROVIDER_NAME} prediction succeeded without an output file`);
     call.onProgress?.(99);
     return http.download(url, call.signal);
@@ -240,6 +247,17 @@ export function createReplicateProvider(options: ReplicateProviderOptions): Prov
     music: {
       async compose(request, call) {
         return musicResult(await predict(request.upstreamModel, musicInput(request), call), request);
+      },
+    },
+    tool: {
+      async run(request, call) {
+        const mapping = TOOL_MAPPINGS[toolOf(request)];
+        const input = toolInput(request, mapping);
+        if (mapping.output === 'image') return toolImageResult(await predict(request.upstreamModel, input, call), request.params);
+        const text = outputText(await outputOf(request.upstreamModel, input, call));
+        if (text === null) throw new ProviderError('unavailable', `The ${REPLICATE_PROVIDER_NAME} prediction succeeded without a text output`);
+        call.onProgress?.(99);
+        return { kind: 'text', text: text.trim() };
       },
     },
   };
