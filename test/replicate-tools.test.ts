@@ -236,6 +236,14 @@ describe('end to end: the shipped catalog runs the tools on replicate when the l
     expect(slugs).toEqual(expect.arrayContaining(['upscale-esrgan', 'face-swap', 'remove-bg', 'style-transfer', 'colorize', 'inpaint', 'ocr']));
   });
 
+  it('does not hold a replicate upscale to the local upscaler\'s input size cap', async () => {
+    const { auth } = await user();
+    const large = await sharp({ create: { width: 600, height: 500, channels: 3, background: '#357' } }).png().toBuffer();
+    const res = await app.http().post('/api/v2/generate').set(...auth).send({ model: 'upscale', image_url: uri(large), scale: 2 });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ status: 'completed', result_metadata: { width: 1200, height: 1000 } });
+  });
+
   it('POST /generate upscale: skips the local tool that cannot serve, completes on replicate, charged its price', async () => {
     const { auth, balance, before } = await user();
     const res = await app.http().post('/api/v2/generate').set(...auth).send({ model: 'upscale', image_url: uri(photo), scale: 2 });

@@ -113,6 +113,11 @@ export class GenerationRunner {
       .map((c) => ({ adapter: this.providers.get(c.provider), upstreamModel: c.upstreamModel }));
   }
 
+  /** The provider a new run of the model tries first (null: none is configured). */
+  firstProvider(model: CatalogModel): string | null {
+    return this.candidates(model)[0]?.adapter.name ?? null;
+  }
+
   /**
    * Calls the provider (falling back to the next one when one is unavailable), within that
    * provider's concurrency cap: waits at most `slotWaitMs` for a slot.

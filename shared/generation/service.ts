@@ -165,7 +165,8 @@ export class Generations {
         const value = input.params[name];
         if (typeof value === 'string') input.params[name] = await this.inputs.intake(value, name);
       }
-      if (model.upstreamModel === 'upscale-esrgan' && typeof input.params.image_url === 'string') {
+      const localUpscale = model.upstreamModel === 'upscale-esrgan' && this.runner.firstProvider(model) === 'local';
+      if (localUpscale && typeof input.params.image_url === 'string') {
         // The local upscaler's pixel caps keep a request within seconds: refuse larger inputs up front.
         const bytes = await this.inputs.fetch(input.params.image_url, AbortSignal.timeout(10_000));
         const { width = 0, height = 0 } = await sharp(bytes).metadata().catch(() => ({ width: 0, height: 0 }));
