@@ -9,6 +9,8 @@ import path from 'node:path';
 import Redis from 'ioredis';
 import { loadConfig, DEFAULT_UPSTREAM_CONCURRENCY } from '../shared/config';
 import { LocalProviderSlots, RedisProviderSlots } from '../shared/providers/concurrency';
+import { BUSY_TOO_LONG } from '../shared/generation/runner';
+import { Generation } from '../shared/db/entities';
 import type { ImageRequest, ProviderAdapter } from '../shared/providers/types';
 import { useTestApp } from './helpers/app';
 import { FakeProvider } from './helpers/fake-provider';
@@ -85,6 +87,17 @@ const redisUrl = process.env.TEST_REDIS_URL;
     expect(await a.inUse('upstream')).toBe(0);
   });
 
+  it('keeps a renewed lease past twice its length: a long call holds its slot to the end', async () => {
+    const a = new RedisProviderSlots(client(), prefix, { long: 1 }, 300);
+    const b = new RedisProviderSlots(client(), prefix, { long: 1 }, 300);
+    const held = await a.acquire('long', 0);
+    expect(held).not.toBeNull();
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(await b.acquire('long', 0)).toBeNull();
+    expect(await b.inUse('long')).toBe(1);
+    await held?.();
+  });
+
   it('frees the slot of a holder that died once its lease runs out', async () => {
     const dying = client();
     const a = new RedisProviderSlots(dying, prefix, { crashy: 1 }, 600);
@@ -138,12 +151,12 @@ describe('through the worker', () => {
     return res.body.id as string;
   }
 
-  async function statusOf(user: TestUser, id: string): Promise<{ status: string; tokens_spent: number }> {
+  async function statusOf(user: TestUser, id: string): Promise<{ status: string; tokens_spent: number; error?: string }> {
     const res = await t.app.http().get(`/api/v2/generate/${id}`).set('authorization', `Bearer ${user.accessToken}`);
-    return res.body as { status: string; tokens_spent: number };
+    return res.body as { status: string; tokens_spent: number; error?: string };
   }
 
-  async function until(user: TestUser, id: string, timeoutMs: number): Promise<{ status: string; tokens_spent: number }> {
+  async function until(user: TestUser, id: string, timeoutMs: number): Promise<{ status: string; tokens_spent: number; error?: string }> {
     const started = Date.now();
     for (;;) {
       const body = await statusOf(user, id);
@@ -178,4 +191,20 @@ describe('through the worker', () => {
     expect(flight.max).toBe(1);
     expect(fake.calls).toHaveLength(4);
   }, 45_000);
+
+  it('fails a generation uncharged once it waited too long for its busy provider', async () => {
+    const user = await userOnPlan(t.app, 'elite');
+    fake.next({ kind: 'hang' });
+    const holder = await start(user, 'fake-art');
+    for (let i = 0; i < 100 && flight.now === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    const waiting = await start(user, 'fake-art');
+    await t.app.http().post(`/api/v2/generate/${holder}/cancel`).set('authorization', `Bearer ${user.accessToken}`);
+    // Two hours later (the access token has expired by then: the row is read directly).
+    t.app.clock.advance(2 * 3600);
+    const id = Number(String(waiting).replace(/^gen_/, ''));
+    const repo = t.app.container.db.repo(Generation);
+    const started = Date.now();
+    while ((await repo.findOneByOrFail({ id })).status === 'pending' && Date.now() - started < 20_000) await new Promise((r) => setTimeout(r, 25));
+    expect(await repo.findOneByOrFail({ id })).toMatchObject({ status: 'failed', tokensSpent: 0, error: BUSY_TOO_LONG });
+  }, 30_000);
 });

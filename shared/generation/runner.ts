@@ -47,6 +47,9 @@ const LEASE_RENEW_MS = 20_000;
  */
 export const JOB_SLOT_WAIT_MS = 2_000;
 export const BUSY_RETRY_MS = 5_000;
+/** A generation that waited this long for a busy provider fails (uncharged) rather than wait on. */
+export const MAX_BUSY_WAIT_MS = 3_600_000;
+export const BUSY_TOO_LONG = 'The provider stayed busy for too long; nothing was charged';
 
 /** The provider is at its concurrency cap: not a failure, the work waits for a free slot. */
 export class ProviderBusyError extends Error {
@@ -375,6 +378,11 @@ export class GenerationRunner {
       await this.complete(generation, outcome);
       return null;
     } catch (error) {
+      const waitedMs = this.clock().getTime() - generation.createdAt.getTime();
+      if (error instanceof ProviderBusyError && waitedMs > MAX_BUSY_WAIT_MS) {
+        await this.fail(generationId, BUSY_TOO_LONG);
+        return null;
+      }
       if (error instanceof ProviderBusyError && !(await this.isEnded(generationId))) {
         await this.db.transaction((em) => em.getRepository(Generation).update({ id: generationId }, { leaseUntil: null }));
         this.log.info({ generationId, provider: error.provider }, 'provider at its concurrency cap; the job waits in the queue');

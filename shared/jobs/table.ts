@@ -20,7 +20,14 @@ export function buildJobTable(container: Container): JobTable {
       perform: async (payload, context) => {
         const deferred = await runner.runJob(payload.generationId, context);
         // Its provider was at its concurrency cap: the same work again later, as a new job.
-        if (deferred) await container.queue.enqueue('generation.run', payload, { jobId: deferred.jobId, delayMs: deferred.delayMs });
+        if (!deferred) return;
+        try {
+          await container.queue.enqueue('generation.run', payload, { jobId: deferred.jobId, delayMs: deferred.delayMs });
+        } catch (error) {
+          // Shutting down (or Redis away): the row is pending without a lease, so the recovery
+          // sweep queues it again; failing the job here would fail a generation that can still run.
+          log.warn({ err: (error as Error).message, generationId: payload.generationId }, 'deferred generation left to the recovery sweep');
+        }
       },
       onExhausted: async (payload, error) => {
         await runner.fail(payload.generationId, error.message || 'The generation failed');

@@ -104,24 +104,40 @@ export class LocalProviderSlots implements ProviderSlots {
 
 /**
  * Drops expired leases, then adds this one when fewer than the cap remain: one atomic step, so
- * two processes never both take the last slot.
+ * two processes never both take the last slot. Time is Redis's own, so processes whose clocks
+ * disagree never expire each other's live leases. ARGV: cap, holder, lease ms.
  */
 const ACQUIRE_SCRIPT = `
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
-if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[2]) then
-  redis.call('ZADD', KEYS[1], ARGV[3], ARGV[4])
-  redis.call('PEXPIRE', KEYS[1], ARGV[5])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[1]) then
+  redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[2])
+  redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[3]) * 2)
   return 1
 end
 return 0`;
 
-/** Renews a lease only while it is still held (an expired one is gone for good). */
+/**
+ * Renews a lease only while it is still held (an expired one is gone for good), and keeps the
+ * set itself alive as long as a holder renews. ARGV: holder, lease ms.
+ */
 const RENEW_SCRIPT = `
-if redis.call('ZSCORE', KEYS[1], ARGV[2]) then
-  redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2])
+if redis.call('ZSCORE', KEYS[1], ARGV[1]) then
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+  redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]) * 2)
   return 1
 end
 return 0`;
+
+/** Drops expired leases and counts the rest, by Redis's clock. */
+const COUNT_SCRIPT = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+return redis.call('ZCARD', KEYS[1])`;
 
 /** Global caps: one sorted set of leases per provider in Redis. */
 export class RedisProviderSlots implements ProviderSlots {
@@ -143,15 +159,14 @@ export class RedisProviderSlots implements ProviderSlots {
     const holder = randomUUID();
     const giveUpAt = Date.now() + Math.max(0, waitMs);
     for (;;) {
-      const now = Date.now();
-      const won = await this.redis.eval(ACQUIRE_SCRIPT, 1, key, now, cap, now + this.leaseMs, holder, this.leaseMs * 2);
+      const won = await this.redis.eval(ACQUIRE_SCRIPT, 1, key, cap, holder, this.leaseMs);
       if (won === 1) break;
       if (signal?.aborted || Date.now() + POLL_MS > giveUpAt) return null;
       // Jitter keeps waiting processes from asking in lockstep.
       await sleep(POLL_MS / 2 + Math.random() * POLL_MS, signal);
     }
     const renew = setInterval(() => {
-      void this.redis.eval(RENEW_SCRIPT, 1, key, Date.now() + this.leaseMs, holder).catch(() => undefined);
+      void this.redis.eval(RENEW_SCRIPT, 1, key, holder, this.leaseMs).catch(() => undefined);
     }, Math.floor(this.leaseMs / 3));
     renew.unref();
     let released = false;
@@ -164,8 +179,6 @@ export class RedisProviderSlots implements ProviderSlots {
   }
 
   async inUse(provider: string): Promise<number> {
-    const key = this.key(provider);
-    await this.redis.zremrangebyscore(key, '-inf', Date.now());
-    return this.redis.zcard(key);
+    return Number(await this.redis.eval(COUNT_SCRIPT, 1, this.key(provider)));
   }
 }
