@@ -83,7 +83,19 @@ export function createBot(container: Container): Bot<BotContext> {
     }
     await next();
   });
-  bot.use(conversations<BotContext, DialogContext>({ storage: { type: 'key', version: 1, prefix: 'dialog:', adapter: dialogStorage(services.store) } }));
+  bot.use(
+    conversations<BotContext, DialogContext>({
+      storage: {
+        type: 'key',
+        version: 1,
+        prefix: 'dialog:',
+        adapter: dialogStorage(services.store),
+        // In a group each member has their own dialog: nobody else can press another's buttons
+        // or answer their prompt (and spend their tokens).
+        getStorageKey: (ctx) => (ctx.chat === undefined ? undefined : ctx.chat.type === 'private' ? String(ctx.chat.id) : `${ctx.chat.id}:${ctx.from?.id ?? 0}`),
+      },
+    }),
+  );
 
   bot.command('cancel', async (ctx) => {
     const texts = services.account(ctx).texts;

@@ -329,9 +329,16 @@ describe('photo tools', () => {
     tg.media(pat, 'photo', { bytes: PHOTO });
     const offer = await waitForText(pat.id, /^Что сделать с этим фото/);
     expect(buttons(offer)).toEqual(['tool:remove-bg', 'tool:ocr', 'tool:face-swap']);
+    // A double tap runs (and charges) the tool once.
+    tg.press(pat, 'tool:ocr');
     tg.press(pat, 'tool:ocr');
     await waitForText(pat.id, /^recognized text$/);
-    expect((await generationsOf(pat.id))[0]).toMatchObject({ modelSlug: 'fake-ocr', resultText: 'recognized text' });
+    // The second tap finds the photo used up and says so (Russian, as the person speaks).
+    const second = await tg.waitFor(() => tg.calls.filter((c) => c.method === 'answerCallbackQuery')[1]);
+    expect(String(second.params.text)).toMatch(/\S/);
+    const generations = await generationsOf(pat.id);
+    expect(generations).toHaveLength(1);
+    expect(generations[0]).toMatchObject({ modelSlug: 'fake-ocr', resultText: 'recognized text' });
   });
 
   it('face swap asks for the second photo', async () => {

@@ -304,6 +304,34 @@ describe('image', () => {
     expect((await userOf(kim.id)).subscriptionTokens).toBe(42);
   });
 
+  it('in a group, only the member who opened a dialog can answer it or confirm it', async () => {
+    const owner = person();
+    const other = person();
+    const group = { id: -5151, type: 'group' as const, title: 'Team' };
+    tg.message(other, '/start');
+    await waitForText(other.id, /Welcome|Hello|Hi/);
+    tg.message(owner, '/image', group);
+    await waitForText(group.id, /^Which model/);
+    tg.press(other, 'img:m:fake-image', 1, group);
+    tg.press(owner, 'img:m:fake-image', 1, group);
+    await waitForText(group.id, /^Describe the image/);
+    // Another member's reply is not the owner's prompt, nor their own dialog's answer.
+    tg.message(other, `@${BOT_USER.username} a stolen prompt`, group);
+    tg.message(owner, `@${BOT_USER.username} a blue whale`, group);
+    await waitForText(group.id, /^Pick the size/);
+    tg.press(other, 'img:o:1024x1024', 1, group);
+    tg.press(owner, 'img:o:1024x1024', 1, group);
+    await waitForText(group.id, /^Fake image: \d+ tokens/);
+    tg.press(other, 'img:go', 1, group);
+    tg.press(owner, 'img:go', 1, group);
+    await waitForText(group.id, /^Started/);
+    await tg.waitFor(() => tg.callsOf('sendPhoto', group.id)[0]);
+    const [generation] = await generationsOf(owner.id);
+    expect(generation?.prompt).toBe('a blue whale');
+    // The other member's message was their own chat turn, on their own balance; no image of theirs.
+    expect((await generationsOf(other.id)).map((g) => g.category)).toEqual(['text']);
+  });
+
   it('/cancel leaves the dialog; a plain message is then a chat turn', async () => {
     const lou = person();
     tg.message(lou, '/image');

@@ -60,7 +60,9 @@ export function mediaDialog(services: BotServices, kind: MediaKind): (conversati
 
     await ctx.reply(words.askPrompt);
     const promptCtx = await conversation.waitFor('message:text', { otherwise: (c) => c.reply(words.sendText) });
-    const prompt = promptCtx.message.text.trim();
+    // In a group the answer mentions the bot; the mention is not part of the prompt.
+    const botName = promptCtx.me.username;
+    const prompt = (botName ? promptCtx.message.text.replace(new RegExp(`@${botName}\\b`, 'gi'), '') : promptCtx.message.text).trim();
 
     const setup = await conversation.external(() => {
       const model = catalog.find(chosenSlug);

@@ -140,7 +140,11 @@ export function registerMediaInput(bot: Bot<BotContext>, services: BotServices):
       await ctx.answerCallbackQuery({ text: a.texts.expired });
       return;
     }
+    // One tap runs one tool: the photo is used up (updates of a chat run one at a time, so a
+    // double tap finds it gone) and the keyboard goes, so a second tap cannot charge again.
+    if (ctx.chat) await store.delete(`photo:${ctx.chat.id}`);
     await ctx.answerCallbackQuery();
+    await ctx.editMessageReplyMarkup({ reply_markup: undefined }).catch(() => undefined);
     await onTool(ctx, tool, JSON.parse(raw) as { fileId: string; mime: string });
   });
 

@@ -50,7 +50,9 @@ export class UpstreamHttp {
         headers: { ...headers, ...this.options.authHeaders },
         body,
         signal,
-        redirect: 'follow',
+        // Fetch drops only Authorization on a cross-origin redirect, not a key header such as
+        // `xi-api-key`: an API that redirects a POST gets an error, never our key.
+        redirect: 'error',
       });
     } catch (error) {
       throw this.transportError(error, signal);

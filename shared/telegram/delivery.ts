@@ -258,11 +258,16 @@ export class TelegramDelivery {
   private async deliverTranscript(delivery: BotDelivery, generation: Generation, texts: Texts): Promise<void> {
     const transcript = (generation.resultText ?? '').trim();
     await sendFormatted(this.api, delivery.chatId, transcript ? texts.transcript(transcript) : texts.noSpeech);
+    const { db } = this.container;
+    const user = transcript ? await db.repo(User).findOneBy({ id: generation.userId }) : null;
+    // The chat turn starts before the delivery counts as done: if starting it fails (a Telegram
+    // 429 on its placeholder), the retry starts it (idempotent by its key) rather than never.
+    if (user) await this.startTranscriptTurn(delivery, generation, user, transcript);
     await this.deliveries.finish(generation.id, 'delivered');
-    if (!transcript) return;
-    const { db, plans, users } = this.container;
-    const user = await db.repo(User).findOneBy({ id: generation.userId });
-    if (!user) return;
+  }
+
+  private async startTranscriptTurn(delivery: BotDelivery, generation: Generation, user: User, transcript: string): Promise<void> {
+    const { plans, users } = this.container;
     await startChatTurn(
       { container: this.container, api: this.api, chats: this.chats, deliveries: this.deliveries },
       {

@@ -121,14 +121,17 @@ export function createLlamaProvider(options: LlamaProviderOptions): LlamaAdapter
   let loaded: LoadedLlama | null = null;
   const text = new LlamaTextProvider(() => loaded);
 
+  // `.then(ok).catch(fail)`, not `.then(ok, fail)`: a throw inside `ok` must not become an
+  // unhandled rejection (nothing awaits `ready` but close), and the model is served only once
+  // everything about it was read.
   const ready: Promise<LlamaLoadOutcome> = loadLlamaModel(options, closing.signal).then(
     async (model): Promise<LlamaLoadOutcome> => {
       if (closing.signal.aborted) {
         await disposeLoaded(model);
         return { ok: false, error: 'closed before the model was loaded' };
       }
-      loaded = model;
       const chatWrapper = chatWrapperName(model);
+      loaded = model;
       const outcome = {
         ok: true as const,
         info: model.info,
@@ -144,7 +147,9 @@ export function createLlamaProvider(options: LlamaProviderOptions): LlamaAdapter
       );
       return outcome;
     },
+  ).catch(
     (error: unknown): LlamaLoadOutcome => {
+      loaded = null;
       const message = closing.signal.aborted ? 'closed before the model was loaded' : messageOf(error);
       if (!closing.signal.aborted) log.error({ modelPath }, `local-llm is not offered: ${message}`);
       return { ok: false, error: message };
