@@ -146,3 +146,20 @@ describe('schema', () => {
     expect(await pendingSchemaChanges()).toEqual([]);
   });
 });
+
+describe('MySQL sessions', () => {
+  it('run every transaction READ COMMITTED, set once per pooled connection rather than per transaction', async () => {
+    if (dialectOf(dataSource) === 'sqlite') return;
+    // Several connections at once, so more than the first pooled one is checked.
+    const levels = await Promise.all(
+      Array.from({ length: 6 }, () =>
+        dataSource.transaction(async (em) => {
+          const [row] = (await em.query('SELECT @@tx_isolation AS level, SLEEP(0.05) AS s')) as Array<{ level: string }>;
+          return row?.level;
+        }),
+      ),
+    );
+    expect(new Set(levels)).toEqual(new Set(['READ-COMMITTED']));
+    expect(dataSource.options).not.toHaveProperty('isolationLevel');
+  });
+});

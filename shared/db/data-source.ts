@@ -52,20 +52,50 @@ export async function createDataSource(database: DatabaseConfig): Promise<DataSo
       },
     });
   }
-  return new DataSource({
+  const dataSource = new DataSource({
     type: await mysqlFlavour(database.url),
     url: database.url,
     entities,
     migrations,
     migrationsTableName: 'schema_migrations',
     timezone: 'Z',
-    // No gap locks: concurrent inserts of generations and ledger rows do not deadlock each other.
-    isolationLevel: 'READ COMMITTED',
     charset: 'utf8mb4_unicode_ci',
     supportBigNumbers: true,
     bigNumberStrings: false,
     extra: { connectionLimit: 20 },
   });
+  readCommittedSessions(dataSource);
+  return dataSource;
+}
+
+/** The SQL every new pooled MySQL connection runs first. */
+export const MYSQL_SESSION_SETUP = 'SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED';
+
+interface PoolConnectionLike {
+  query(sql: string, callback: (error: Error | null) => void): unknown;
+}
+interface MysqlModuleLike {
+  createPool(options: unknown): { on(event: 'connection', listener: (connection: PoolConnectionLike) => void): unknown };
+}
+
+/**
+ * READ COMMITTED (no gap locks: concurrent inserts of generations and ledger rows do not deadlock
+ * each other) as each connection's session default. TypeORM's `isolationLevel` option would send
+ * `SET TRANSACTION ISOLATION LEVEL` before every transaction: a round trip per transaction, two
+ * per generation. mysql2 runs a connection's commands in order, so the setting precedes any query.
+ */
+function readCommittedSessions(dataSource: DataSource): void {
+  const driver = dataSource.driver as unknown as { mysql: MysqlModuleLike };
+  const mysql = driver.mysql;
+  const wrapped: MysqlModuleLike = Object.create(mysql) as MysqlModuleLike;
+  wrapped.createPool = (options: unknown) => {
+    const pool = mysql.createPool(options);
+    pool.on('connection', (connection) => {
+      connection.query(MYSQL_SESSION_SETUP, () => undefined);
+    });
+    return pool;
+  };
+  driver.mysql = wrapped;
 }
 
 /**
