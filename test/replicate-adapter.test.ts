@@ -8,6 +8,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import sharp from 'sharp';
+import { Generation } from '../shared/db/entities';
 import { ConfigError, loadConfig } from '../shared/config';
 import { findFfmpeg } from '../shared/providers/local/video';
 import { createReplicateProvider, PredictionSignals, ReplicateProviderOptions } from '../shared/providers/replicate';
@@ -139,6 +140,27 @@ describe('requests', () => {
     expect(fake.polls(id)[0]?.headers.authorization).toBe(`Bearer ${KEY}`);
     expect(result.file.contentType).toBe('image/png');
     expect(result).toMatchObject({ width: 96, height: 64, seed: 42 });
+  });
+
+  it('records the prediction it starts, and a later run of the same generation resumes it instead of paying again', async () => {
+    const saved: string[] = [];
+    const first = await image(adapterWith()).generate(imageRequest(), { signal: signal(), upstreamRef: { previous: null, save: async (ref) => void saved.push(ref) } });
+    const id = fake.latest().id;
+    expect(saved).toEqual([`replicate:${id}`]);
+    // A retry (a download that failed, a worker that died): the same prediction, no new create.
+    const again = await image(adapterWith()).generate(imageRequest(), { signal: signal(), upstreamRef: { previous: saved[0] as string, save: async (ref) => void saved.push(ref) } });
+    expect(fake.creates()).toHaveLength(1);
+    expect(saved).toHaveLength(1);
+    expect(again.file.bytes.equals(first.file.bytes)).toBe(true);
+    // One that failed (or that the API no longer knows) is not resumed: a new prediction starts.
+    fake.plan({ pollsBeforeEnd: 0, end: { kind: 'failed', error: 'out of memory' } });
+    await expect(image(adapterWith()).generate(imageRequest(), { signal: signal() })).rejects.toThrow();
+    const failed = fake.latest().id;
+    await image(adapterWith()).generate(imageRequest(), { signal: signal(), upstreamRef: { previous: `replicate:${failed}`, save: async (ref) => void saved.push(ref) } });
+    await image(adapterWith()).generate(imageRequest(), { signal: signal(), upstreamRef: { previous: 'replicate:no-such-prediction', save: async () => undefined } });
+    expect(fake.creates()).toHaveLength(4);
+    expect(saved).toHaveLength(2);
+    expect(saved[1]).not.toBe(`replicate:${failed}`);
   });
 
   it('sends width/height without an aspect ratio, the input image as a data: URI, and omits seed 0', async () => {
@@ -461,6 +483,9 @@ describe('end to end through /generate', () => {
     expect(file.status).toBe(200);
     expect(String(file.headers['content-type'])).toMatch(/^image\//);
     expect(before - (await balance())).toBe(price);
+    // The row keeps the prediction it ran, for a retry or a run after a crash to resume.
+    const row = await app.container.db.repo(Generation).findOneByOrFail({ id: Number(String(done.id).replace(/^gen_/, '')) });
+    expect(row.upstreamRef).toBe(`replicate:${upstream.latest().id}`);
   });
 
   it('video-fast completes with an MP4, charged its per-second price', async () => {

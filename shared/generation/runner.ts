@@ -366,6 +366,12 @@ export class GenerationRunner {
     try {
       const outcome = await this.execute(generation, model, {
         signal,
+        upstreamRef: {
+          previous: generation.upstreamRef,
+          save: async (ref) => {
+            await this.db.transaction((em) => em.getRepository(Generation).update({ id: generationId, status: 'pending' }, { upstreamRef: ref }));
+          },
+        },
         onProgress: (percent) => {
           const rounded = Math.max(0, Math.min(99, Math.round(percent)));
           if (rounded < lastProgress + 5) return;

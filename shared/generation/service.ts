@@ -211,6 +211,7 @@ export class Generations {
             processingMs: null,
             attempts: 0,
             leaseUntil: null,
+            upstreamRef: null,
             isFavorited: false,
             userRating: null,
             hiddenAt: null,

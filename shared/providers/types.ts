@@ -22,10 +22,21 @@ export class ProviderError extends Error {
   }
 }
 
+/**
+ * Work an asynchronous upstream already started for this generation (`<provider>:<id>`), kept on
+ * the row across job retries and worker crashes, so a new run resumes it rather than pay twice.
+ */
+export interface UpstreamRef {
+  previous: string | null;
+  save(ref: string): Promise<void>;
+}
+
 export interface CallOptions {
   signal: AbortSignal;
   /** 0–100, for pending status polling. */
   onProgress?: (percent: number) => void;
+  /** Queued runs only: where to resume, and where to record what was started. */
+  upstreamRef?: UpstreamRef;
 }
 
 export interface FileOutput {

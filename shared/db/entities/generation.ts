@@ -89,6 +89,13 @@ export class Generation {
   @IntColumn('attempts', { default: 0 })
   attempts!: number;
 
+  /**
+   * Work an asynchronous upstream started for this row (`replicate:<prediction id>`), so a retry
+   * or a run after a crash resumes it instead of paying the provider again.
+   */
+  @StringColumn('upstream_ref', 191, { nullable: true })
+  upstreamRef!: string | null;
+
   /** A runner holds the row until then; another runner may take it over only after. */
   @TimestampColumn('lease_until', { nullable: true })
   leaseUntil!: Date | null;

@@ -153,6 +153,12 @@ export function failureOf(prediction: Prediction, scrub: (text: string) => strin
   return new ProviderError('bad_request', message !== '' ? `The replicate prediction failed: ${message}` : 'The replicate prediction failed');
 }
 
+const REF_PREFIX = `${REPLICATE_PROVIDER_NAME}:`;
+
+function refOf(predictionId: string): string {
+  return `${REF_PREFIX}${predictionId}`;
+}
+
 export function createReplicateProvider(options: ReplicateProviderOptions): ProviderAdapter {
   const http = new ReplicateHttp(options);
   const pollInitialMs = options.pollInitialMs ?? 1_000;
@@ -211,6 +217,20 @@ export function createReplicateProvider(options: ReplicateProviderOptions): Prov
     }
   }
 
+  /**
+   * The prediction an earlier run of this generation started, when it can still give a result
+   * (running, or succeeded): resumed instead of paying for a new one. A failed or canceled one,
+   * or one the API no longer knows, is not.
+   */
+  async function resumable(call: CallOptions): Promise<Prediction | null> {
+    const previous = call.upstreamRef?.previous;
+    if (!previous?.startsWith(REF_PREFIX)) return null;
+    const answer = await http.get(previous.slice(REF_PREFIX.length), call.signal).catch(() => null);
+    const prediction = answer?.prediction;
+    if (!prediction || prediction.status === 'failed' || prediction.status === 'canceled') return null;
+    return prediction;
+  }
+
   /** Creates a prediction and waits for it to succeed; its output. */
   async function outputOf(upstreamModel: string, input: Record<string, unknown>, call: CallOptions): Promise<unknown> {
     const body: Record<string, unknown> = { input };
@@ -218,7 +238,8 @@ export function createReplicateProvider(options: ReplicateProviderOptions): Prov
       body.webhook = webhook.url;
       body.webhook_events_filter = ['completed'];
     }
-    const created = await http.create(upstreamModel, body, call.signal);
+    const created = (await resumable(call)) ?? (await http.create(upstreamModel, body, call.signal));
+    if (call.upstreamRef && call.upstreamRef.previous !== refOf(created.id)) await call.upstreamRef.save(refOf(created.id));
     const prediction = await settle(created, call);
     if (prediction.status !== 'succeeded') throw failureOf(prediction, (text) => http.scrub(text));
     return prediction.output;
