@@ -272,6 +272,22 @@ describe('voice messages and audio files', () => {
     expect(await charges(pat.id)).toEqual([-2, -2]);
   });
 
+  it('a transcript\'s chat turn still starts when Telegram fails its first placeholder', async () => {
+    fake.reply = 'Still here';
+    const pat = person();
+    // Every attempt of the first delivery run fails on the chat turn's placeholder.
+    tg.failNext('sendMessage', { error_code: 500, description: 'Internal Server Error', chatId: pat.id, text: '…' }, 3);
+    tg.media(pat, 'voice', { bytes: Buffer.concat([OPUS, Buffer.from('spoken words')]), mime_type: 'audio/ogg' });
+    await waitForText(pat.id, /^🎙 hello world$/);
+    const reply = await tg.waitFor(() => tg.calls.find((c) => c.method === 'editMessageText' && Number(c.params.chat_id) === pat.id && c.params.text === 'Still here'), 20_000);
+    expect(reply).toBeDefined();
+    const generations = await settled(pat.id, 2);
+    expect(generations.map((g) => [g.category, g.status])).toEqual([
+      ['stt', 'completed'],
+      ['text', 'completed'],
+    ]);
+  }, 30_000);
+
   it('a voice message over 20 MB gets a clear message without a download or a charge', async () => {
     const pat = person();
     const downloads = tg.callsOf('getFile').length;

@@ -38,6 +38,8 @@ interface ScriptedError {
   parameters?: { retry_after?: number };
   /** Only for calls addressed to this chat. */
   chatId?: number;
+  /** Only for calls whose `text` is this. */
+  text?: string;
 }
 
 export type Update = Record<string, unknown> & { update_id: number };
@@ -299,11 +301,11 @@ export class FakeTelegram {
 
     const chatId = params.chat_id === undefined ? undefined : Number(params.chat_id);
     const queue = this.scripted.get(method) ?? [];
-    const index = queue.findIndex((e) => e.chatId === undefined || e.chatId === chatId);
+    const index = queue.findIndex((e) => (e.chatId === undefined || e.chatId === chatId) && (e.text === undefined || e.text === params.text));
     if (index >= 0) {
       const [scripted] = queue.splice(index, 1);
       if (scripted) {
-        const { chatId: _ignored, ...error } = scripted;
+        const { chatId: _ignored, text: _text, ...error } = scripted;
         return reply(error.error_code, { ok: false, ...error });
       }
     }
