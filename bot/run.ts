@@ -110,8 +110,9 @@ export async function startBot(container: Container, options: PollerOptions = {}
       }
     } catch (error) {
       log.warn({ err: (error as Error).message }, 'the poller lease could not be checked');
-      // Unrenewed, the lease may be someone else's by now: two pollers would fight.
-      if (handle && Date.now() >= heldUntil) await stopPolling();
+      // Unrenewed, the lease may be someone else's by the next check: stop while it is still
+      // ours, so two pollers never fight over the token.
+      if (handle && Date.now() + renewMs >= heldUntil) await stopPolling();
     }
   }
 
