@@ -192,13 +192,27 @@ describe('through the worker', () => {
     expect(fake.calls).toHaveLength(4);
   }, 45_000);
 
+  it('cancelling a running generation stops its provider call and frees its slot for the next', async () => {
+    const user = await userOnPlan(t.app, 'elite');
+    fake.next({ kind: 'hang' });
+    const running = await start(user, 'fake-art');
+    for (let i = 0; i < 100 && flight.now === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(flight.now).toBe(1);
+    const next = await start(user, 'fake-art');
+    const cancelled = await t.app.http().post(`/api/v2/generate/${running}/cancel`).set('authorization', `Bearer ${user.accessToken}`);
+    expect(cancelled.body).toMatchObject({ status: 'failed', tokens_spent: 0 });
+    // The hanging call was aborted, so the capped provider's one slot went to the next generation.
+    expect(await until(user, next, 20_000)).toMatchObject({ status: 'completed', tokens_spent: 6 });
+    expect(flight.now).toBe(0);
+    expect(await statusOf(user, running)).toMatchObject({ status: 'failed', tokens_spent: 0 });
+  }, 30_000);
+
   it('fails a generation uncharged once it waited too long for its busy provider', async () => {
     const user = await userOnPlan(t.app, 'elite');
     fake.next({ kind: 'hang' });
     const holder = await start(user, 'fake-art');
     for (let i = 0; i < 100 && flight.now === 0; i++) await new Promise((r) => setTimeout(r, 20));
     const waiting = await start(user, 'fake-art');
-    await t.app.http().post(`/api/v2/generate/${holder}/cancel`).set('authorization', `Bearer ${user.accessToken}`);
     // Two hours later (the access token has expired by then: the row is read directly).
     t.app.clock.advance(2 * 3600);
     const id = Number(String(waiting).replace(/^gen_/, ''));
@@ -206,5 +220,7 @@ describe('through the worker', () => {
     const started = Date.now();
     while ((await repo.findOneByOrFail({ id })).status === 'pending' && Date.now() - started < 20_000) await new Promise((r) => setTimeout(r, 25));
     expect(await repo.findOneByOrFail({ id })).toMatchObject({ status: 'failed', tokensSpent: 0, error: BUSY_TOO_LONG });
+    const holderRow = await repo.findOneByOrFail({ id: Number(String(holder).replace(/^gen_/, '')) });
+    await t.app.container.generations.cancel(holderRow.userId, holderRow.id);
   }, 30_000);
 });

@@ -5,7 +5,7 @@
 import type { CatalogModel } from '../catalog/types';
 import { CallOptions, ProviderAdapter, ProviderError } from '../providers/types';
 import type { GenerationInput } from './input';
-import type { Outcome } from './runner';
+import type { Outcome } from './provider-calls';
 
 /** Reads a user-supplied URL (http(s), data:, or one of our own result URLs) into bytes. */
 export interface InputFetcher {

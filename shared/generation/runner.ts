@@ -12,22 +12,16 @@ import { Generation } from '../db/entities';
 import { captureHold, releaseHold } from '../billing/holds';
 import type { Logger } from '../log';
 import type { ProviderRegistry } from '../providers/registry';
-import { CallOptions, FileOutput, ProviderAdapter, ProviderError, Usage } from '../providers/types';
+import { ProviderError, Usage } from '../providers/types';
 import type { Storage } from '../storage';
 import type { ProviderSlots, ReleaseSlot } from '../providers/concurrency';
 import type { JobContext } from '../queue/types';
-import { executeCategory, InputFetcher } from './execute';
+import type { InputFetcher } from './execute';
+import { BUSY_RETRY_MS, BUSY_TOO_LONG, DeferredRun, JOB_SLOT_WAIT_MS, MAX_BUSY_WAIT_MS, Outcome, ProviderBusyError, ProviderCalls } from './provider-calls';
 import { readInput } from './stored-input';
 
-export interface Outcome {
-  provider: string;
-  resultText: string | null;
-  file: FileOutput | null;
-  thumbnail: FileOutput | null;
-  metadata: Record<string, unknown>;
-  usage: Usage | null;
-  seed: number | null;
-}
+export { BUSY_RETRY_MS, BUSY_TOO_LONG, JOB_SLOT_WAIT_MS, MAX_BUSY_WAIT_MS, ProviderBusyError };
+export type { DeferredRun, Outcome };
 
 /** Listeners told when a generation ends (the bot and webhooks subscribe later). */
 export type GenerationEndListener = (generation: Generation) => void;
@@ -41,56 +35,45 @@ export const CANCELLED = 'Cancelled';
 export const LEASE_SECONDS = 60;
 const LEASE_RENEW_MS = 20_000;
 
-/**
- * A job waits this long for a slot of a provider at its concurrency cap, then goes back to the
- * queue for later instead of holding a worker slot other providers' jobs could use.
- */
-export const JOB_SLOT_WAIT_MS = 2_000;
-export const BUSY_RETRY_MS = 5_000;
-/** A generation that waited this long for a busy provider fails (uncharged) rather than wait on. */
-export const MAX_BUSY_WAIT_MS = 3_600_000;
-export const BUSY_TOO_LONG = 'The provider stayed busy for too long; nothing was charged';
-
-/** The provider is at its concurrency cap: not a failure, the work waits for a free slot. */
-export class ProviderBusyError extends Error {
-  constructor(readonly provider: string) {
-    super(`The ${provider} provider is at its concurrency limit`);
-    this.name = 'ProviderBusyError';
-  }
-}
-
-/** A job that could not start now and should run again later, under a job id of its own. */
-export interface DeferredRun {
-  delayMs: number;
-  jobId: string;
-}
-
 export class GenerationRunner {
   private readonly endListeners: GenerationEndListener[] = [];
+  private readonly calls: ProviderCalls;
 
   constructor(
     private readonly db: Database,
     private readonly catalog: Catalog,
-    private readonly providers: ProviderRegistry,
+    providers: ProviderRegistry,
     private readonly storage: Storage,
-    private readonly inputs: InputFetcher,
+    inputs: InputFetcher,
     private readonly clock: Clock,
     private readonly log: Logger,
-    private readonly slots: ProviderSlots,
-  ) {}
-
-  /** A slot of the provider, or ProviderBusyError when none freed up within `waitMs`. */
-  private async slotOf(provider: string, waitMs: number, signal: AbortSignal): Promise<ReleaseSlot> {
-    const release = await this.slots.acquire(provider, waitMs, signal);
-    if (!release) throw new ProviderBusyError(provider);
-    return release;
+    slots: ProviderSlots,
+  ) {
+    this.calls = new ProviderCalls(providers, slots, storage, inputs, log);
   }
 
   onEnd(listener: GenerationEndListener): void {
     this.endListeners.push(listener);
   }
 
+  /**
+   * Provider calls under way in this process, by generation: a generation that ends meanwhile
+   * (cancelled) stops its call, so the upstream stops working (and billing) and its slot frees.
+   */
+  private readonly running = new Map<number, AbortController>();
+
+  private track(generationId: number): AbortController {
+    const controller = new AbortController();
+    this.running.set(generationId, controller);
+    return controller;
+  }
+
+  private untrack(generationId: number, controller: AbortController): void {
+    if (this.running.get(generationId) === controller) this.running.delete(generationId);
+  }
+
   private notify(generation: Generation): void {
+    this.running.get(generation.id)?.abort(new Error('The generation ended while its provider call ran'));
     for (const listener of this.endListeners) {
       try {
         listener(generation);
@@ -100,52 +83,14 @@ export class GenerationRunner {
     }
   }
 
+  /** The provider a new run of the model tries first (null: none is configured). */
+  firstProvider(model: CatalogModel): string | null {
+    return this.calls.firstProvider(model);
+  }
+
   /** The model a row was made with (aliases and renamed slugs resolve). */
   modelOf(generation: Generation): CatalogModel | undefined {
     return this.catalog.find(generation.modelSlug);
-  }
-
-  /**
-   * Providers to try in order: the model's own, then its configured fallbacks; one that cannot
-   * serve its upstream model here (a local tool whose engine is missing) is skipped.
-   */
-  private candidates(model: CatalogModel): Array<{ adapter: ProviderAdapter; upstreamModel: string }> {
-    const all = [{ provider: model.provider, upstreamModel: model.upstreamModel }, ...model.fallbacks];
-    return all
-      .filter((c) => this.providers.canServe(c.provider, model.category, c.upstreamModel))
-      .map((c) => ({ adapter: this.providers.get(c.provider), upstreamModel: c.upstreamModel }));
-  }
-
-  /** The provider a new run of the model tries first (null: none is configured). */
-  firstProvider(model: CatalogModel): string | null {
-    return this.candidates(model)[0]?.adapter.name ?? null;
-  }
-
-  /**
-   * Calls the provider (falling back to the next one when one is unavailable), within that
-   * provider's concurrency cap: waits at most `slotWaitMs` for a slot.
-   */
-  async execute(generation: Generation, model: CatalogModel, options: CallOptions, slotWaitMs: number): Promise<Outcome> {
-    const input = await readInput(generation, this.storage);
-    const candidates = this.candidates(model);
-    if (candidates.length === 0) throw new ProviderError('unavailable', `no provider is configured for ${model.slug}`);
-    let lastError: unknown;
-    for (const candidate of candidates) {
-      const release = await this.slotOf(candidate.adapter.name, slotWaitMs, options.signal);
-      try {
-        // A fallback runs the same tool under another upstream id: the tool keeps its own name.
-        const config = model.category === 'tool' ? { ...model.config, tool: model.config.tool ?? model.upstreamModel } : model.config;
-        return await executeCategory(candidate.adapter, { ...model, upstreamModel: candidate.upstreamModel, config }, input, options, this.inputs);
-      } catch (error) {
-        lastError = error;
-        const fallThrough = error instanceof ProviderError && error.kind === 'unavailable' && !options.signal.aborted;
-        if (!fallThrough) throw error;
-        this.log.warn({ provider: candidate.adapter.name, model: model.slug, err: (error as Error).message }, 'provider unavailable; trying the next');
-      } finally {
-        await release();
-      }
-    }
-    throw lastError;
   }
 
   /** pending → completed, capturing the hold. Null when the row had already ended. */
@@ -234,11 +179,20 @@ export class GenerationRunner {
    */
   async runSync(generation: Generation, model: CatalogModel, signal?: AbortSignal): Promise<Generation> {
     const deadline = AbortSignal.timeout(model.timeoutSeconds * 1000);
-    const combined = signal ? AbortSignal.any([deadline, signal]) : deadline;
+    const ended = this.track(generation.id);
+    const combined = AbortSignal.any(signal ? [deadline, signal, ended.signal] : [deadline, ended.signal]);
+    try {
+      return await this.runSyncAttempts(generation, model, combined);
+    } finally {
+      this.untrack(generation.id, ended);
+    }
+  }
+
+  private async runSyncAttempts(generation: Generation, model: CatalogModel, combined: AbortSignal): Promise<Generation> {
     for (let attempt = 1; ; attempt++) {
       try {
         // The request waits for a slot within the model's timeout: it holds no worker slot meanwhile.
-        const outcome = await this.execute(generation, model, { signal: combined }, model.timeoutSeconds * 1000);
+        const outcome = await this.calls.execute(generation, model, { signal: combined }, model.timeoutSeconds * 1000);
         return (await this.complete(generation, outcome)) ?? (await this.db.repo(Generation).findOneByOrFail({ id: generation.id }));
       } catch (caught) {
         const error = caught instanceof ProviderBusyError ? new ProviderError('rate_limited', 'The provider is busy; try again shortly') : caught;
@@ -273,13 +227,13 @@ export class GenerationRunner {
     const deadline = AbortSignal.timeout(model.timeoutSeconds * 1000);
     const combined = AbortSignal.any([deadline, signal]);
     const input = await readInput(generation, this.storage);
-    const candidate = this.candidates(model)[0];
+    const candidate = this.calls.candidates(model)[0];
     let content = '';
     let usage: Usage | null = null;
     let release: ReleaseSlot | null = null;
     try {
       if (!candidate?.adapter.text) throw new ProviderError('unavailable', `no provider is configured for ${model.slug}`);
-      release = await this.slotOf(candidate.adapter.name, model.timeoutSeconds * 1000, combined).catch((error: unknown) => {
+      release = await this.calls.slotOf(candidate.adapter.name, model.timeoutSeconds * 1000, combined).catch((error: unknown) => {
         throw error instanceof ProviderBusyError ? new ProviderError('rate_limited', 'The provider is busy; try again shortly') : error;
       });
       const chunks = candidate.adapter.text.stream(
@@ -353,18 +307,23 @@ export class GenerationRunner {
     );
     if (claimed.affected !== 1) return null;
     const deadline = AbortSignal.timeout(model.timeoutSeconds * 1000);
-    const signal = AbortSignal.any([deadline, context.signal]);
+    const ended = this.track(generationId);
+    const signal = AbortSignal.any([deadline, context.signal, ended.signal]);
     let lastProgress = 0;
     const heartbeat = setInterval(() => {
       void this.db
         .transaction((em) =>
           em.getRepository(Generation).update({ id: generationId, status: 'pending' }, { leaseUntil: addSeconds(this.clock(), LEASE_SECONDS) }),
         )
+        .then((renewed) => {
+          // Ended by another process (cancelled through another web process): stop the call.
+          if (renewed.affected === 0) ended.abort(new Error('The generation ended while its provider call ran'));
+        })
         .catch(() => undefined);
     }, LEASE_RENEW_MS);
     heartbeat.unref();
     try {
-      const outcome = await this.execute(generation, model, {
+      const outcome = await this.calls.execute(generation, model, {
         signal,
         upstreamRef: {
           previous: generation.upstreamRef,
@@ -405,6 +364,7 @@ export class GenerationRunner {
       return null;
     } finally {
       clearInterval(heartbeat);
+      this.untrack(generationId, ended);
     }
   }
 

@@ -1,0 +1,107 @@
+/**
+ * Calling providers for a generation: the model's provider and then its fallbacks, each within
+ * that provider's concurrency cap. The runner decides what the outcome does to the row.
+ */
+import type { CatalogModel } from '../catalog/types';
+import type { Generation } from '../db/entities';
+import type { Logger } from '../log';
+import type { ProviderSlots, ReleaseSlot } from '../providers/concurrency';
+import type { ProviderRegistry } from '../providers/registry';
+import { CallOptions, FileOutput, ProviderAdapter, ProviderError, Usage } from '../providers/types';
+import type { Storage } from '../storage';
+import { executeCategory, InputFetcher } from './execute';
+import { readInput } from './stored-input';
+
+export interface Outcome {
+  provider: string;
+  resultText: string | null;
+  file: FileOutput | null;
+  thumbnail: FileOutput | null;
+  metadata: Record<string, unknown>;
+  usage: Usage | null;
+  seed: number | null;
+}
+
+/**
+ * A job waits this long for a slot of a provider at its concurrency cap, then goes back to the
+ * queue for later instead of holding a worker slot other providers' jobs could use.
+ */
+export const JOB_SLOT_WAIT_MS = 2_000;
+export const BUSY_RETRY_MS = 5_000;
+/** A generation that waited this long for a busy provider fails (uncharged) rather than wait on. */
+export const MAX_BUSY_WAIT_MS = 3_600_000;
+export const BUSY_TOO_LONG = 'The provider stayed busy for too long; nothing was charged';
+
+/** The provider is at its concurrency cap: not a failure, the work waits for a free slot. */
+export class ProviderBusyError extends Error {
+  constructor(readonly provider: string) {
+    super(`The ${provider} provider is at its concurrency limit`);
+    this.name = 'ProviderBusyError';
+  }
+}
+
+/** A job that could not start now and should run again later, under a job id of its own. */
+export interface DeferredRun {
+  delayMs: number;
+  jobId: string;
+}
+
+export class ProviderCalls {
+  constructor(
+    private readonly providers: ProviderRegistry,
+    private readonly slots: ProviderSlots,
+    private readonly storage: Storage,
+    private readonly inputs: InputFetcher,
+    private readonly log: Logger,
+  ) {}
+
+  /** A slot of the provider, or ProviderBusyError when none freed up within `waitMs`. */
+  async slotOf(provider: string, waitMs: number, signal: AbortSignal): Promise<ReleaseSlot> {
+    const release = await this.slots.acquire(provider, waitMs, signal);
+    if (!release) throw new ProviderBusyError(provider);
+    return release;
+  }
+
+  /**
+   * Providers to try in order: the model's own, then its configured fallbacks; one that cannot
+   * serve its upstream model here (a local tool whose engine is missing) is skipped.
+   */
+  candidates(model: CatalogModel): Array<{ adapter: ProviderAdapter; upstreamModel: string }> {
+    const all = [{ provider: model.provider, upstreamModel: model.upstreamModel }, ...model.fallbacks];
+    return all
+      .filter((c) => this.providers.canServe(c.provider, model.category, c.upstreamModel))
+      .map((c) => ({ adapter: this.providers.get(c.provider), upstreamModel: c.upstreamModel }));
+  }
+
+  /** The provider a new run of the model tries first (null: none is configured). */
+  firstProvider(model: CatalogModel): string | null {
+    return this.candidates(model)[0]?.adapter.name ?? null;
+  }
+
+  /**
+   * Calls the provider (falling back to the next one when one is unavailable), within that
+   * provider's concurrency cap: waits at most `slotWaitMs` for a slot.
+   */
+  async execute(generation: Generation, model: CatalogModel, options: CallOptions, slotWaitMs: number): Promise<Outcome> {
+    const input = await readInput(generation, this.storage);
+    const candidates = this.candidates(model);
+    if (candidates.length === 0) throw new ProviderError('unavailable', `no provider is configured for ${model.slug}`);
+    let lastError: unknown;
+    for (const candidate of candidates) {
+      const release = await this.slotOf(candidate.adapter.name, slotWaitMs, options.signal);
+      try {
+        // A fallback runs the same tool under another upstream id: the tool keeps its own name.
+        const config = model.category === 'tool' ? { ...model.config, tool: model.config.tool ?? model.upstreamModel } : model.config;
+        return await executeCategory(candidate.adapter, { ...model, upstreamModel: candidate.upstreamModel, config }, input, options, this.inputs);
+      } catch (error) {
+        lastError = error;
+        const fallThrough = error instanceof ProviderError && error.kind === 'unavailable' && !options.signal.aborted;
+        if (!fallThrough) throw error;
+        this.log.warn({ provider: candidate.adapter.name, model: model.slug, err: (error as Error).message }, 'provider unavailable; trying the next');
+      } finally {
+        await release();
+      }
+    }
+    throw lastError;
+  }
+}
