@@ -34,11 +34,16 @@ export type Behaviour =
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal.aborted) return reject(signal.reason as Error);
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => {
+    const onAbort = (): void => {
       clearTimeout(timer);
       reject(signal.reason as Error);
-    }, { once: true });
+    };
+    // The listener goes when the wait ends, so a long stream does not pile them up on one signal.
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
   });
 }
 
