@@ -8,6 +8,7 @@
  * timeout; other 4xx → bad_request with the provider's message; 5xx and network errors →
  * unavailable; an abort → timeout. The key never appears in a message.
  */
+import { transportFailure } from './abort';
 import { parseRetryAfter } from './openai/http';
 import { ProviderError } from './types';
 
@@ -84,12 +85,7 @@ export class UpstreamHttp {
 
   /** A failure without an HTTP status: aborted or timed out → timeout, anything else → unavailable. */
   transportError(error: unknown, signal: AbortSignal): ProviderError {
-    if (error instanceof ProviderError) return error;
-    const name = error instanceof Error || error instanceof DOMException ? error.name : '';
-    if (signal.aborted || name === 'AbortError' || name === 'TimeoutError') {
-      return new ProviderError('timeout', `The ${this.name} provider did not answer in time`);
-    }
-    return new ProviderError('unavailable', `The ${this.name} provider could not be reached`);
+    return transportFailure(this.name, error, signal);
   }
 
   async statusError(response: Response, signal: AbortSignal): Promise<ProviderError> {

@@ -3,6 +3,8 @@
  * a second one at the same time would only halve both; callers wait here instead, and one whose
  * signal aborts while waiting leaves the line without ever running.
  */
+import { abortError } from '../abort';
+
 export type Release = () => void;
 
 export class Mutex {
@@ -45,10 +47,4 @@ export class Mutex {
   }
 }
 
-export function abortError(signal: AbortSignal): Error {
-  const reason: unknown = signal.reason;
-  if (reason instanceof Error) return reason;
-  const error = new Error(typeof reason === 'string' ? reason : 'The operation was aborted');
-  error.name = 'AbortError';
-  return error;
-}
+export { abortError };

@@ -3,6 +3,7 @@
  * bearer key (only when one is configured), and the mapping of every failure to a ProviderError.
  * The key never appears in an error message: provider messages are scrubbed of it.
  */
+import { transportFailure } from '../abort';
 import { ProviderError } from '../types';
 
 export interface UpstreamOptions {
@@ -110,12 +111,7 @@ export class Upstream {
 
   /** A failure without an HTTP status: aborted or timed out → timeout, anything else → unavailable. */
   transportError(error: unknown, signal: AbortSignal): ProviderError {
-    if (error instanceof ProviderError) return error;
-    const name = error instanceof Error || error instanceof DOMException ? error.name : '';
-    if (signal.aborted || name === 'AbortError' || name === 'TimeoutError') {
-      return new ProviderError('timeout', `The ${this.name} provider did not answer in time`);
-    }
-    return new ProviderError('unavailable', `The ${this.name} provider could not be reached`);
+    return transportFailure(this.name, error, signal);
   }
 
   /** Maps a non-2xx answer to its ProviderError kind. */

@@ -4,6 +4,7 @@
  * sent only to the API's own origin (never to the CDN an output URL points at, nor across a
  * redirect) and never appears in an error message.
  */
+import { transportFailure } from '../abort';
 import { isRecord, parseRetryAfter } from '../openai/http';
 import { ProviderError } from '../types';
 
@@ -159,12 +160,7 @@ export class ReplicateHttp {
 
   /** A failure without an HTTP status: aborted → timeout, anything else → unavailable. */
   transportError(error: unknown, signal: AbortSignal): ProviderError {
-    if (error instanceof ProviderError) return error;
-    const name = error instanceof Error || error instanceof DOMException ? error.name : '';
-    if (signal.aborted || name === 'AbortError' || name === 'TimeoutError') {
-      return new ProviderError('timeout', `The ${this.name} provider did not answer in time`);
-    }
-    return new ProviderError('unavailable', `The ${this.name} provider could not be reached`);
+    return transportFailure(this.name, error, signal);
   }
 
   private headers(json: boolean): Record<string, string> {

@@ -22,17 +22,7 @@ export function packageDir(name: string): string {
   throw new Error(`Package ${name} is not installed`);
 }
 
-export function abortError(signal: AbortSignal): Error {
-  const reason: unknown = signal.reason;
-  if (reason instanceof Error) return reason;
-  const error = new Error(typeof reason === 'string' ? reason : 'The operation was aborted');
-  error.name = 'AbortError';
-  return error;
-}
-
-export function throwIfAborted(signal: AbortSignal): void {
-  if (signal.aborted) throw abortError(signal);
-}
+export { abortError, throwIfAborted } from '../../abort';
 
 /** Lets other work (and abort signals) run between long synchronous steps. */
 export function yieldToEventLoop(): Promise<void> {
