@@ -321,6 +321,33 @@ describe('limits', () => {
   });
 });
 
+describe('capturing a hold', () => {
+  it('charges subscription tokens first, then bonus tokens, with the balances after in the ledger', async () => {
+    const user = await registerUser(t.app);
+    await t.app.container.db.repo(User).update({ id: user.id }, { subscriptionTokens: 3, bonusTokens: 10 });
+    const res = await t.app.http().post('/api/v2/generate').set(...auth(user)).send({ model: 'fake-image', prompt: 'a kite' });
+    expect(res.body).toMatchObject({ status: 'completed', tokens_spent: 4 });
+    const ledger = await t.app.container.db.repo(LedgerEntry).find({ where: { userId: user.id, reason: 'generation' } });
+    expect(ledger).toHaveLength(1);
+    expect(ledger[0]).toMatchObject({ amount: -4, subscriptionAfter: 0, bonusAfter: 9 });
+    expect(await t.app.container.db.repo(User).findOneByOrFail({ id: user.id })).toMatchObject({ subscriptionTokens: 0, bonusTokens: 9, heldTokens: 0 });
+  });
+
+  it('charges only what is left when an operator took tokens from under a pending hold', async () => {
+    const user = await registerUser(t.app);
+    fake.next({ kind: 'succeed', delayMs: 300 });
+    const res = await t.app.http().post('/api/v2/generate').set(...auth(user)).send({ model: 'fake-art', prompt: 'a kite' });
+    expect(res.body.status).toBe('pending');
+    // An operator's correction while the generation runs: 3 tokens left of the 6 held.
+    await t.app.container.db.repo(User).update({ id: user.id }, { subscriptionTokens: 2, bonusTokens: 1 });
+    expect(await poll(user, res.body.id)).toMatchObject({ status: 'completed', tokens_spent: 3 });
+    const ledger = await t.app.container.db.repo(LedgerEntry).find({ where: { userId: user.id, reason: 'generation' } });
+    expect(ledger).toHaveLength(1);
+    expect(ledger[0]).toMatchObject({ amount: -3, subscriptionAfter: 0, bonusAfter: 0 });
+    expect(await t.app.container.db.repo(User).findOneByOrFail({ id: user.id })).toMatchObject({ subscriptionTokens: 0, bonusTokens: 0, heldTokens: 0 });
+  });
+});
+
 describe('billing under concurrency', () => {
   it('never overdraws or double-charges with 50 concurrent requests', async () => {
     const user = await userOnPlan(t.app, 'elite');

@@ -30,6 +30,37 @@ export async function releaseHold(em: EntityManager, userId: number, price: numb
 }
 
 /**
+ * The usual capture in two statements: when the balance covers the whole price, one UPDATE splits
+ * it (subscription first: `bonus_tokens` is assigned before `subscription_tokens`, so on MySQL,
+ * which assigns left to right, it still reads the old subscription balance, as SQLite always does)
+ * and the ledger row copies the balances the UPDATE left. False (nothing changed) when the balance
+ * no longer covers it, for the general path.
+ */
+async function captureWhole(em: EntityManager, userId: number, price: number, generationId: number, now: Date, sqlite: boolean): Promise<boolean> {
+  // The transaction's own runner, asked for a structured result: its `affected` is the row count
+  // on both drivers (a plain raw query answers lastInsertRowid on SQLite).
+  const runner = em.queryRunner;
+  if (!runner) return false;
+  const result = await runner.query(
+    `UPDATE users SET bonus_tokens = bonus_tokens - (? - CASE WHEN subscription_tokens > 0 THEN CASE WHEN subscription_tokens < ? THEN subscription_tokens ELSE ? END ELSE 0 END),
+       subscription_tokens = subscription_tokens - CASE WHEN subscription_tokens > 0 THEN CASE WHEN subscription_tokens < ? THEN subscription_tokens ELSE ? END ELSE 0 END,
+       held_tokens = CASE WHEN held_tokens >= ? THEN held_tokens - ? ELSE 0 END,
+       tokens_used_this_period = tokens_used_this_period + ?
+     WHERE id = ? AND (CASE WHEN subscription_tokens > 0 THEN subscription_tokens ELSE 0 END) + (CASE WHEN bonus_tokens > 0 THEN bonus_tokens ELSE 0 END) >= ?`,
+    [price, price, price, price, price, price, price, price, userId, price],
+    true,
+  );
+  if (result.affected !== 1) return false;
+  const createdAt = sqlite ? now.toISOString().replace('T', ' ').replace('Z', '') : now;
+  await em.query(
+    `INSERT INTO token_ledger (user_id, amount, reason, generation_id, subscription_after, bonus_after, note, created_at)
+     SELECT id, ?, 'generation', ?, subscription_tokens, bonus_tokens, NULL, ? FROM users WHERE id = ?`,
+    [-price, generationId, createdAt, userId],
+  );
+  return true;
+}
+
+/**
  * Charges a held price: subscription tokens first, then bonus tokens (decisions.md "Plans"). The
  * user row is read locked (FOR UPDATE on MySQL; SQLite writers are serialized), then one UPDATE
  * takes the tokens, drops the hold and counts the period's usage, and one ledger row records it,
@@ -45,6 +76,7 @@ export async function captureHold(
 ): Promise<number> {
   if (price <= 0) return 0;
   const sqlite = em.connection.options.type === 'better-sqlite3';
+  if (await captureWhole(em, userId, Math.trunc(price), generationId, now, sqlite)) return price;
   const [before] = (await em.query(
     `SELECT subscription_tokens AS s, bonus_tokens AS b FROM users WHERE id = ?${sqlite ? '' : ' FOR UPDATE'}`,
     [userId],
