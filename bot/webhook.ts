@@ -58,10 +58,12 @@ export function createBotWebhook(container: Container): BotWebhook {
 
   async function registerOnce(): Promise<void> {
     await bot.init();
+    // Updates can be handled once the bot knows itself; those of an earlier setWebhook may
+    // already be arriving, so they are not turned away while this one is being set.
+    ready = true;
     // drop_pending_updates false: updates that arrived while no one listened are still delivered.
     await bot.api.setWebhook(webhookUrl, { secret_token: secret, allowed_updates: ALLOWED_UPDATES, drop_pending_updates: false });
     await setCommands(bot).catch((error: unknown) => log.warn({ err: (error as Error).message }, 'setMyCommands failed'));
-    ready = true;
     log.info({ username: bot.botInfo.username, path }, 'bot webhook set');
   }
 

@@ -136,13 +136,19 @@ export class FakeTelegram {
     if (!hook) return;
     const headers: Record<string, string> = { 'content-type': 'application/json' };
     if (hook.secret_token) headers['x-telegram-bot-api-secret-token'] = hook.secret_token;
-    const status = await fetch(hook.url, { method: 'POST', headers, body: JSON.stringify(update) }).then(
-      async (res) => {
-        await res.arrayBuffer();
-        return res.status;
-      },
-      () => 0,
-    );
+    // Telegram tries an update again while the webhook answers 5xx or cannot be reached.
+    let status = 0;
+    for (let attempt = 1; attempt <= 10; attempt++) {
+      status = await fetch(hook.url, { method: 'POST', headers, body: JSON.stringify(update) }).then(
+        async (res) => {
+          await res.arrayBuffer();
+          return res.status;
+        },
+        () => 0,
+      );
+      if (status !== 0 && status < 500) break;
+      await new Promise((r) => setTimeout(r, 300));
+    }
     this.webhookDeliveries.push({ updateId: update.update_id, status });
   }
 
