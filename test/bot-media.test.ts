@@ -8,7 +8,7 @@ import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { toolFromCaption } from '../bot/models';
 import { startBot } from '../bot/run';
-import { Generation, Identity, LedgerEntry, User } from '../shared/db/entities';
+import type { Generation, User } from '../shared/db/entities';
 import type { Stoppable } from '../shared/lifecycle';
 import { findFfmpeg } from '../shared/providers/local/video';
 import type { ProviderAdapter, SpeechRequest } from '../shared/providers/types';
@@ -16,6 +16,7 @@ import { createTelegramApi } from '../shared/telegram/api';
 import { TelegramDelivery } from '../shared/telegram/delivery';
 import { textsFor } from '../shared/telegram/texts';
 import { startTestApp, TestApp } from './helpers/app';
+import { telegramCharges, telegramGenerations, telegramUser } from './helpers/telegram-accounts';
 import { FakeProvider } from './helpers/fake-provider';
 import { FakeTelegram, RecordedCall, TgUser } from './helpers/fake-telegram';
 
@@ -70,19 +71,21 @@ function person(language_code = 'en'): TgUser {
   return { id, is_bot: false, first_name: 'Pat', username: `media${id}`, language_code };
 }
 
-async function userOf(telegramId: number): Promise<User> {
-  const identity = await app.container.db.repo(Identity).findOneByOrFail({ kind: 'messenger', subject: String(telegramId) });
-  return app.container.db.repo(User).findOneByOrFail({ id: identity.userId });
-}
+const userOf = (telegramId: number): Promise<User> => telegramUser(app, telegramId);
+const generationsOf = (telegramId: number): Promise<Generation[]> => telegramGenerations(app, telegramId);
+const charges = async (telegramId: number): Promise<number[]> => (await telegramCharges(app, telegramId)).map((e) => e.amount);
 
-async function generationsOf(telegramId: number): Promise<Generation[]> {
-  const user = await userOf(telegramId);
-  return app.container.db.repo(Generation).find({ where: { userId: user.id }, order: { id: 'ASC' } });
-}
-
-async function charges(telegramId: number): Promise<number[]> {
-  const user = await userOf(telegramId);
-  return (await app.container.db.repo(LedgerEntry).findBy({ userId: user.id, reason: 'generation' })).map((e) => e.amount);
+/** Goes through the /voice dialog: fake-tts, "hello", voice alloy, confirmed. */
+async function orderSpeech(pat: TgUser): Promise<void> {
+    tg.message(pat, '/voice');
+    await waitForText(pat.id, /^Which model should speak it/);
+    tg.press(pat, 'voc:m:fake-tts');
+    await waitForText(pat.id, /^Send the text to speak/);
+    tg.message(pat, 'hello');
+    await waitForText(pat.id, /^Pick the voice/);
+    tg.press(pat, 'voc:o:alloy');
+    await waitForText(pat.id, /^Fake speech/);
+    tg.press(pat, 'voc:go');
 }
 
 /** The person's generations once `count` of them have ended. */
@@ -185,15 +188,7 @@ describe('the video, music and voice dialogs', () => {
     speechBytes = execFileSync(ffmpeg, ['-hide_banner', '-loglevel', 'error', '-f', 'lavfi', '-i', 'sine=frequency=440:duration=1', '-c:a', 'libvorbis', '-f', 'ogg', 'pipe:1']);
     expect(speechBytes.includes('vorbis')).toBe(true);
     const pat = person();
-    tg.message(pat, '/voice');
-    await waitForText(pat.id, /^Which model should speak it/);
-    tg.press(pat, 'voc:m:fake-tts');
-    await waitForText(pat.id, /^Send the text to speak/);
-    tg.message(pat, 'hello');
-    await waitForText(pat.id, /^Pick the voice/);
-    tg.press(pat, 'voc:o:alloy');
-    await waitForText(pat.id, /^Fake speech/);
-    tg.press(pat, 'voc:go');
+    await orderSpeech(pat);
     const voice = await tg.waitFor(() => tg.callsOf('sendVoice', pat.id)[0]);
     const bytes = voice.files.voice?.bytes ?? Buffer.alloc(0);
     expect(bytes.subarray(0, 4).toString()).toBe('OggS');
@@ -203,15 +198,7 @@ describe('the video, music and voice dialogs', () => {
   it('speech that cannot be made OGG/Opus arrives as audio', async () => {
     speechBytes = VORBIS;
     const pat = person();
-    tg.message(pat, '/voice');
-    await waitForText(pat.id, /^Which model should speak it/);
-    tg.press(pat, 'voc:m:fake-tts');
-    await waitForText(pat.id, /^Send the text to speak/);
-    tg.message(pat, 'hello');
-    await waitForText(pat.id, /^Pick the voice/);
-    tg.press(pat, 'voc:o:alloy');
-    await waitForText(pat.id, /^Fake speech/);
-    tg.press(pat, 'voc:go');
+    await orderSpeech(pat);
     const audio = await tg.waitFor(() => tg.callsOf('sendAudio', pat.id)[0]);
     expect(audio.files.audio?.bytes.equals(VORBIS)).toBe(true);
     expect(tg.callsOf('sendVoice', pat.id)).toHaveLength(0);

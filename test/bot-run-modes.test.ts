@@ -4,10 +4,8 @@
  * or dies; a 409 from Telegram pauses polling instead of killing it). On both store pairs: the
  * lease lives in the `bot_state` table on SQLite and in Redis on MySQL+Redis.
  */
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import supertest from 'supertest';
@@ -19,9 +17,9 @@ import { BotState, Identity } from '../shared/db/entities';
 import { createPollerLock, DatabasePollerLock, RedisPollerLock } from '../shared/telegram/poller-lock';
 import { startTestApp, TestApp } from './helpers/app';
 import { FakeTelegram, TgUser, Update } from './helpers/fake-telegram';
+import { freePort, runEntry as run } from './helpers/child-process';
 import { storeKind } from './helpers/stores';
 
-const root = path.join(__dirname, '..');
 const catalog = path.join(__dirname, 'fixtures/catalog.json');
 const TOKEN = '123456:RUN-MODES-token';
 
@@ -45,15 +43,6 @@ function startUpdate(from: TgUser, updateId: number): Update {
   };
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = net.createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address() as net.AddressInfo;
-      server.close(() => resolve(address.port));
-    });
-  });
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -311,18 +300,6 @@ describe('the poller lease', () => {
 });
 
 (storeKind() === 'embedded' ? describe : describe.skip)('the processes in webhook mode', () => {
-  function run(entry: string, env: Record<string, string>): { exit: Promise<{ code: number | null; output: string }>; kill: () => void } {
-    const child = spawn(process.execPath, ['-r', '@swc-node/register', path.join(root, entry)], {
-      cwd: root,
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    child.stdout.on('data', (c: Buffer) => (output += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (output += c.toString()));
-    const exit = new Promise<{ code: number | null; output: string }>((resolve) => child.on('exit', (code) => resolve({ code, output })));
-    return { exit, kill: () => child.kill('SIGTERM') };
-  }
 
   it('the `bot` process has nothing to poll: it says so and exits 0', async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'gensvc-proc-'));

@@ -8,6 +8,7 @@ import { BotDelivery, Generation, Identity, LedgerEntry, User } from '../shared/
 import type { Stoppable } from '../shared/lifecycle';
 import { ChatStates, createKeyValueStore } from '../shared/telegram/state';
 import { startTestApp, TestApp } from './helpers/app';
+import { telegramCharges, telegramGenerations, telegramUser } from './helpers/telegram-accounts';
 import { downProvider, FakeProvider } from './helpers/fake-provider';
 import { BOT_USER, FakeTelegram, RecordedCall, TgUser } from './helpers/fake-telegram';
 
@@ -39,20 +40,9 @@ function person(language_code = 'en', first_name = 'Ann'): TgUser {
   return { id, is_bot: false, first_name, username: `user${id}`, language_code };
 }
 
-async function userOf(telegramId: number): Promise<User> {
-  const identity = await app.container.db.repo(Identity).findOneByOrFail({ kind: 'messenger', subject: String(telegramId) });
-  return app.container.db.repo(User).findOneByOrFail({ id: identity.userId });
-}
-
-async function generationsOf(telegramId: number): Promise<Generation[]> {
-  const user = await userOf(telegramId);
-  return app.container.db.repo(Generation).find({ where: { userId: user.id }, order: { id: 'ASC' } });
-}
-
-async function charges(telegramId: number): Promise<LedgerEntry[]> {
-  const user = await userOf(telegramId);
-  return app.container.db.repo(LedgerEntry).findBy({ userId: user.id, reason: 'generation' });
-}
+const userOf = (telegramId: number): Promise<User> => telegramUser(app, telegramId);
+const generationsOf = (telegramId: number): Promise<Generation[]> => telegramGenerations(app, telegramId);
+const charges = (telegramId: number): Promise<LedgerEntry[]> => telegramCharges(app, telegramId);
 
 function lastMessage(chatId: number, method = 'sendMessage'): Promise<RecordedCall> {
   return tg.waitFor(() => tg.callsOf(method, chatId).at(-1));

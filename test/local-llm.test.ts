@@ -4,10 +4,8 @@
  * processes (jest's sandbox has no dynamic import, so node-llama-cpp cannot load inside it), the
  * real loading and generation on a tiny GGUF model the tests write themselves.
  */
-import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../shared/config';
@@ -15,11 +13,11 @@ import { createLogger } from '../shared/log';
 import { createLlamaProvider, inspectGgufModel, LlamaAdapter, LlamaLoadOutcome } from '../shared/providers/llama';
 import { Mutex } from '../shared/providers/llama/mutex';
 import { startTestApp, TestApp } from './helpers/app';
+import { freePort, repoRoot, runNode } from './helpers/child-process';
 import { storeKind } from './helpers/stores';
 import { tinyLlamaGguf } from './helpers/tiny-gguf';
 import { userOnPlan } from './helpers/users';
 
-const root = path.join(__dirname, '..');
 let dir: string;
 
 beforeAll(() => {
@@ -197,18 +195,6 @@ interface ChildResult {
   logs: Array<{ level: number; msg: string }>;
 }
 
-function runNode(args: string[], env: Record<string, string> = {}): { exit: Promise<{ code: number | null; output: string }>; kill: (signal: NodeJS.Signals) => void; output: () => string } {
-  const child = spawn(process.execPath, ['-r', '@swc-node/register', ...args], {
-    cwd: root,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout.on('data', (c: Buffer) => (output += c.toString()));
-  child.stderr.on('data', (c: Buffer) => (output += c.toString()));
-  const exit = new Promise<{ code: number | null; output: string }>((resolve) => child.on('exit', (code) => resolve({ code, output })));
-  return { exit, kill: (signal) => child.kill(signal), output: () => output };
-}
 
 embeddedOnly('node-llama-cpp on a real GGUF model (child process)', () => {
   let result: ChildResult;
@@ -272,26 +258,17 @@ embeddedOnly('node-llama-cpp on a real GGUF model (child process)', () => {
   });
 });
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = net.createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address() as net.AddressInfo;
-      server.close(() => resolve(address.port));
-    });
-  });
-}
 
 embeddedOnly('npm start with LLM_MODEL_PATH (child process)', () => {
   it('offers local-llm once loaded, answers and streams it, and stops on SIGTERM', async () => {
     const dataDir = fs.mkdtempSync(path.join(dir, 'data-'));
     const model = file('served.gguf', tinyLlamaGguf());
     const env = { DATA_DIR: dataDir, LOG_LEVEL: 'info' };
-    const admin = await runNode([path.join(root, 'cli/admin.ts'), 'create-user', '--email', 'llm@example.test', '--password', 'a long password', '--plan', 'basic'], env).exit;
+    const admin = await runNode([path.join(repoRoot, 'cli/admin.ts'), 'create-user', '--email', 'llm@example.test', '--password', 'a long password', '--plan', 'basic'], env).exit;
     expect(admin.code).toBe(0);
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
-    const proc = runNode([path.join(root, 'main.ts')], { ...env, PORT: String(port), LLM_MODEL_PATH: model });
+    const proc = runNode([path.join(repoRoot, 'main.ts')], { ...env, PORT: String(port), LLM_MODEL_PATH: model });
     try {
       let slugs: string[] = [];
       for (let i = 0; i < 300 && !slugs.includes('local-llm'); i++) {

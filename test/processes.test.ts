@@ -2,38 +2,15 @@
  * The process roles as an operator runs them: `npm start`'s entry boots on a fresh DATA_DIR,
  * migrates, serves, and stops cleanly on SIGTERM; the Procfile roles refuse what they must.
  */
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { freePort, runEntry as run } from './helpers/child-process';
 import { storeKind } from './helpers/stores';
 
-const root = path.join(__dirname, '..');
 const catalog = path.join(__dirname, 'fixtures/catalog.json');
 
-function run(entry: string, env: Record<string, string>): { exit: Promise<{ code: number | null; output: string }>; kill: (signal: NodeJS.Signals) => void } {
-  const child = spawn(process.execPath, ['-r', '@swc-node/register', path.join(root, entry)], {
-    cwd: root,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout.on('data', (c: Buffer) => (output += c.toString()));
-  child.stderr.on('data', (c: Buffer) => (output += c.toString()));
-  const exit = new Promise<{ code: number | null; output: string }>((resolve) => child.on('exit', (code) => resolve({ code, output })));
-  return { exit, kill: (signal) => child.kill(signal) };
-}
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = net.createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address() as net.AddressInfo;
-      server.close(() => resolve(address.port));
-    });
-  });
-}
 
 const embeddedOnly = storeKind() === 'embedded' ? describe : describe.skip;
 

@@ -1,4 +1,4 @@
-/** Aborts and transport failures, the same for every adapter. */
+/** Aborts, transport failures and reading bodies: the same for every adapter. */
 import { ProviderError } from './types';
 
 /** The error a call stops with when its signal aborts: the signal's own reason when it is one. */
@@ -26,4 +26,23 @@ export function transportFailure(provider: string, error: unknown, signal: Abort
     return new ProviderError('timeout', `The ${provider} provider did not answer in time`);
   }
   return new ProviderError('unavailable', `The ${provider} provider could not be reached`);
+}
+
+/** A response's whole body; a connection lost while reading it is a transport failure. */
+export async function readResponseBytes(provider: string, response: Response, signal: AbortSignal): Promise<Buffer> {
+  try {
+    return Buffer.from(await response.arrayBuffer());
+  } catch (error) {
+    throw transportFailure(provider, error, signal);
+  }
+}
+
+/** A response's body as JSON; a body that is not JSON is `unavailable` ("malformed response"). */
+export async function readResponseJson(provider: string, response: Response, signal: AbortSignal): Promise<unknown> {
+  const bytes = await readResponseBytes(provider, response, signal);
+  try {
+    return JSON.parse(bytes.toString('utf8')) as unknown;
+  } catch {
+    throw new ProviderError('unavailable', `The ${provider} provider sent a malformed response`);
+  }
 }

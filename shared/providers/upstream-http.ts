@@ -8,7 +8,7 @@
  * timeout; other 4xx → bad_request with the provider's message; 5xx and network errors →
  * unavailable; an abort → timeout. The key never appears in a message.
  */
-import { transportFailure } from './abort';
+import { readResponseBytes, readResponseJson, transportFailure } from './abort';
 import { parseRetryAfter } from './openai/http';
 import { ProviderError } from './types';
 
@@ -62,21 +62,12 @@ export class UpstreamHttp {
     throw await this.statusError(response, signal);
   }
 
-  async readBytes(response: Response, signal: AbortSignal): Promise<Buffer> {
-    try {
-      return Buffer.from(await response.arrayBuffer());
-    } catch (error) {
-      throw this.transportError(error, signal);
-    }
+  readBytes(response: Response, signal: AbortSignal): Promise<Buffer> {
+    return readResponseBytes(this.name, response, signal);
   }
 
-  async readJson(response: Response, signal: AbortSignal): Promise<unknown> {
-    const bytes = await this.readBytes(response, signal);
-    try {
-      return JSON.parse(bytes.toString('utf8')) as unknown;
-    } catch {
-      throw this.malformed('');
-    }
+  readJson(response: Response, signal: AbortSignal): Promise<unknown> {
+    return readResponseJson(this.name, response, signal);
   }
 
   malformed(what: string): ProviderError {

@@ -8,10 +8,10 @@
  * Errors as Deepgram sends them: `{err_code, err_msg, request_id}`.
  * Every request is recorded; failures are scripted per request with `next(...)`.
  */
-import http, { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { sniffAudio } from '../../shared/media/sniff';
 import { wavDuration } from '../../shared/providers/openai/audio';
+import { LoopbackServer } from './loopback-server';
 
 export interface DeepgramRequest {
   method: string;
@@ -46,7 +46,7 @@ export const DEFAULT_TURNS: SpokenTurn[] = [
   { speaker: 0, sentences: ['Very well.'] },
 ];
 
-export class FakeDeepgram {
+export class FakeDeepgram extends LoopbackServer {
   readonly requests: DeepgramRequest[] = [];
   turns: SpokenTurn[] = DEFAULT_TURNS;
   /** What `detect_language=true` reports. */
@@ -56,25 +56,13 @@ export class FakeDeepgram {
   /** Whether smart formatting yields paragraphs (it does not for every language and model). */
   withParagraphs = true;
   private readonly script: DeepgramBehaviour[] = [];
-  private readonly server: http.Server;
 
   constructor(readonly apiKey?: string) {
-    this.server = http.createServer((req, res) => {
-      this.handle(req, res).catch((error: unknown) => {
-        if (!res.headersSent) this.error(res, 500, 'INTERNAL_SERVER_ERROR', String(error));
-        else res.destroy();
-      });
-    });
+    super();
   }
 
-  async start(): Promise<this> {
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', () => resolve()));
-    return this;
-  }
-
-  /** `http://127.0.0.1:<port>`: the adapter adds `/v1`, as for `https://api.deepgram.com`. */
-  get baseUrl(): string {
-    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  protected internalError(res: ServerResponse, message: string): void {
+    this.error(res, 500, 'INTERNAL_SERVER_ERROR', message);
   }
 
   next(...behaviours: DeepgramBehaviour[]): this {
@@ -91,12 +79,7 @@ export class FakeDeepgram {
     this.withParagraphs = true;
   }
 
-  async close(): Promise<void> {
-    this.server.closeAllConnections();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
-  }
-
-  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  protected async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const body = Buffer.concat(chunks);

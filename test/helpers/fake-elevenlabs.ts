@@ -7,10 +7,10 @@
  * Every request is recorded; failures are scripted per request with `next(...)`.
  */
 import { spawnSync } from 'node:child_process';
-import http, { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { findFfmpeg } from '../../shared/providers/local/video';
 import { sineWav } from './fake-openai';
+import { LoopbackServer } from './loopback-server';
 
 export interface ElevenLabsRequest {
   method: string;
@@ -34,7 +34,7 @@ const PREMADE_VOICES = ['21m00Tcm4TlvDq8ikWAM', 'pNInz6obpgDQGcFmaJgB', 'EXAVITQ
 const MODELS = ['eleven_flash_v2_5', 'eleven_multilingual_v2', 'eleven_turbo_v2_5'];
 const OUTPUT_FORMATS = /^(mp3_(22050_32|44100_(32|64|96|128|192))|pcm_(8000|16000|22050|24000|44100|48000)|opus_48000_(32|64|96|128|192)|ulaw_8000|alaw_8000)$/;
 
-export class FakeElevenLabs {
+export class FakeElevenLabs extends LoopbackServer {
   readonly requests: ElevenLabsRequest[] = [];
   readonly voices = new Set(PREMADE_VOICES);
   /** Seconds of speech every request returns. */
@@ -42,25 +42,13 @@ export class FakeElevenLabs {
   /** Echo the received key in 401 messages (a worst case; ElevenLabs does not). */
   echoKey = false;
   private readonly script: ElevenLabsBehaviour[] = [];
-  private readonly server: http.Server;
 
   constructor(readonly apiKey?: string) {
-    this.server = http.createServer((req, res) => {
-      this.handle(req, res).catch((error: unknown) => {
-        if (!res.headersSent) this.detail(res, 500, 'internal_error', String(error));
-        else res.destroy();
-      });
-    });
+    super();
   }
 
-  async start(): Promise<this> {
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', () => resolve()));
-    return this;
-  }
-
-  /** `http://127.0.0.1:<port>`: the adapter adds `/v1`, as for `https://api.elevenlabs.io`. */
-  get baseUrl(): string {
-    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  protected internalError(res: ServerResponse, message: string): void {
+    this.detail(res, 500, 'internal_error', message);
   }
 
   next(...behaviours: ElevenLabsBehaviour[]): this {
@@ -75,12 +63,7 @@ export class FakeElevenLabs {
     this.echoKey = false;
   }
 
-  async close(): Promise<void> {
-    this.server.closeAllConnections();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
-  }
-
-  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  protected async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const raw = Buffer.concat(chunks);

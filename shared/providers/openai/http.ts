@@ -3,7 +3,7 @@
  * bearer key (only when one is configured), and the mapping of every failure to a ProviderError.
  * The key never appears in an error message: provider messages are scrubbed of it.
  */
-import { transportFailure } from '../abort';
+import { readResponseBytes, readResponseJson, transportFailure } from '../abort';
 import { ProviderError } from '../types';
 
 export interface UpstreamOptions {
@@ -75,21 +75,12 @@ export class Upstream {
     return this.readBytes(response, signal);
   }
 
-  async readBytes(response: Response, signal: AbortSignal): Promise<Buffer> {
-    try {
-      return Buffer.from(await response.arrayBuffer());
-    } catch (error) {
-      throw this.transportError(error, signal);
-    }
+  readBytes(response: Response, signal: AbortSignal): Promise<Buffer> {
+    return readResponseBytes(this.name, response, signal);
   }
 
-  async readJson(response: Response, signal: AbortSignal): Promise<unknown> {
-    const bytes = await this.readBytes(response, signal);
-    try {
-      return JSON.parse(bytes.toString('utf8')) as unknown;
-    } catch {
-      throw new ProviderError('unavailable', `The ${this.name} provider sent a malformed response`);
-    }
+  readJson(response: Response, signal: AbortSignal): Promise<unknown> {
+    return readResponseJson(this.name, response, signal);
   }
 
   private async send(path: string, init: { body: string | FormData; headers: Record<string, string> }, signal: AbortSignal): Promise<Response> {

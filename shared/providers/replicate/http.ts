@@ -4,7 +4,7 @@
  * sent only to the API's own origin (never to the CDN an output URL points at, nor across a
  * redirect) and never appears in an error message.
  */
-import { transportFailure } from '../abort';
+import { readResponseBytes, transportFailure } from '../abort';
 import { isRecord, parseRetryAfter } from '../openai/http';
 import { ProviderError } from '../types';
 
@@ -179,12 +179,8 @@ export class ReplicateHttp {
     }
   }
 
-  private async readBytes(response: Response, signal: AbortSignal): Promise<Buffer> {
-    try {
-      return Buffer.from(await response.arrayBuffer());
-    } catch (error) {
-      throw this.transportError(error, signal);
-    }
+  private readBytes(response: Response, signal: AbortSignal): Promise<Buffer> {
+    return readResponseBytes(this.name, response, signal);
   }
 
   private async predictionFrom(response: Response, signal: AbortSignal): Promise<Prediction> {
