@@ -12,12 +12,11 @@ import type { AppContext, AppCustom, AppState } from '../context';
 
 const MAX_BODY_BYTES = 1024 * 1024;
 
+/** Paths the JSON body parser leaves alone (api/app.ts): these routes read their bytes. */
+export const PROVIDER_WEBHOOKS_PREFIX = '/api/v2/providers/';
+
 /** The body as sent: the signature covers these bytes, not the parsed JSON. */
 async function rawBody(ctx: AppContext): Promise<string> {
-  // koa-body keeps what it parsed here (`includeUnparsed` in api/app.ts).
-  if (typeof ctx.request.rawBody === 'string') return ctx.request.rawBody;
-  // Not JSON by its Content-Type: the body parser left the stream unread.
-  if (!ctx.req.readable) return '';
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of ctx.req as AsyncIterable<Buffer>) {
@@ -30,7 +29,7 @@ async function rawBody(ctx: AppContext): Promise<string> {
 
 export function providerWebhookRoutes(): Router<AppState, AppCustom> {
   const router = new Router<AppState, AppCustom>();
-  router.post('/api/v2/providers/replicate/webhook', async (ctx) => {
+  router.post(`${PROVIDER_WEBHOOKS_PREFIX}replicate/webhook`, async (ctx) => {
     const { config, predictionSignals, log } = ctx.container;
     if (!config.replicateWebhook) throw new AppError('feature_disabled', { detail: 'Replicate webhooks are not configured on this server (REPLICATE_WEBHOOK_SECRET)' });
     const body = await rawBody(ctx);
