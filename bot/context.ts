@@ -7,7 +7,7 @@ import type { Api, Context } from 'grammy';
 import type { User as TelegramUser } from 'grammy/types';
 import type { Conversation, ConversationFlavor } from '@grammyjs/conversations';
 import type { Container } from '../shared/container';
-import { Generation, User } from '../shared/db/entities';
+import type { User } from '../shared/db/entities';
 import type { GenerateRequest } from '../shared/generation/input';
 import type { Plan } from '../shared/plans';
 import { BotDeliveries } from '../shared/telegram/delivery';
@@ -107,7 +107,7 @@ export function createServices(container: Container, api: Api): BotServices {
     },
     idempotencyKey: (me, updateId) => `tg-${me.id}-${updateId}`,
     async alreadyStarted(userId, key) {
-      const existing = await container.db.repo(Generation).findOneBy({ userId, idempotencyKey: key });
+      const existing = await generations.findIdempotent(userId, key);
       return existing !== null && (await deliveries.get(existing.id)) !== null;
     },
     startMedia,

@@ -115,7 +115,8 @@ export class Generations {
     return this.blocklist !== null && userTexts(input).some((t) => this.blocklist?.test(t));
   }
 
-  private async findIdempotent(userId: number, key: string): Promise<Generation | null> {
+  /** The user's generation made under this idempotency key (the bot's update keys too). */
+  async findIdempotent(userId: number, key: string): Promise<Generation | null> {
     return this.db.repo(Generation).findOneBy({ userId, idempotencyKey: key });
   }
 
