@@ -230,6 +230,12 @@ describe('end to end: the shipped catalog runs the tools on replicate when the l
     return { auth, balance, before: await balance() };
   }
 
+  it('has no provider webhook endpoint without REPLICATE_WEBHOOK_SECRET (503), whatever is posted', async () => {
+    const res = await app.http().post('/api/v2/providers/replicate/webhook').set('content-type', 'application/json').send('{"id":"p1"}');
+    expect(res.status).toBe(503);
+    expect(res.body.detail).toMatch(/REPLICATE_WEBHOOK_SECRET/);
+  });
+
   it('offers all seven tools through their replicate fallbacks', async () => {
     const res = await app.http().get('/api/v2/models');
     const slugs = res.body.models.map((m: { slug: string }) => m.slug);
