@@ -17,6 +17,7 @@ import { History } from './generation/history';
 import { MediaInputs } from './generation/media-inputs';
 import { GenerationRunner } from './generation/runner';
 import { Generations } from './generation/service';
+import { GenerationStore } from './generation/store';
 import { createLocalProvider } from './providers/local';
 import { createLlamaProvider } from './providers/llama';
 import { createOpenAIProvider } from './providers/openai';
@@ -67,6 +68,8 @@ export interface Container {
   providers: ProviderRegistry;
   storage: Storage;
   queue: Queue;
+  /** The generation hot path's plain-SQL writes (hold + insert, completion + capture). */
+  generationStore: GenerationStore;
   runner: GenerationRunner;
   generations: Generations;
   history: History;
@@ -147,9 +150,10 @@ export async function buildContainer(config: Config, options: ContainerOptions):
   const slots: ProviderSlots = redis
     ? new RedisProviderSlots(redis, config.redisPrefix, config.providerConcurrency)
     : new LocalProviderSlots(config.providerConcurrency);
-  const runner = new GenerationRunner(db, catalog, providers, storage, inputs, clock, log, slots);
+  const store = new GenerationStore(db);
+  const runner = new GenerationRunner(db, store, catalog, providers, storage, inputs, clock, log, slots);
   const assistants = new Assistants(loadAssistants(config.productFiles.assistants), db, clock);
-  const generations = new Generations(db, catalog, plans, generationLimiter, queue, runner, storage, inputs, assistants, clock, config.contentPolicyBlocklist, log);
+  const generations = new Generations(db, store, catalog, plans, generationLimiter, queue, runner, storage, inputs, assistants, clock, config.contentPolicyBlocklist, log);
   const history = new History(db, generations, storage, clock);
   // Results of generations the Telegram bot started are delivered by a job, whichever process ends them.
   if (config.telegram.botToken) watchBotGenerations(runner, queue, log);
@@ -190,6 +194,7 @@ export async function buildContainer(config: Config, options: ContainerOptions):
     providers,
     storage,
     queue,
+    generationStore: store,
     runner,
     generations,
     history,

@@ -20,10 +20,9 @@ function bearerToken(ctx: AppContext): string {
 async function authenticate(ctx: AppContext, token: string): Promise<Caller> {
   const { apiKeys, accessTokens, sessions, users, plans } = ctx.container;
   if (looksLikeApiKey(token)) {
-    const key = await apiKeys.authenticate(token);
-    if (!key) throw new AppError('invalid_token');
-    const user = await users.findById(key.userId);
-    if (!user) throw new AppError('invalid_token');
+    const found = await apiKeys.authenticate(token);
+    if (!found) throw new AppError('invalid_token');
+    const { key, user } = found;
     const plan = plans.get(users.effectivePlan(user));
     // A key outlives a downgrade, but is refused on every call until the plan allows API access.
     if (!plan.apiAccess) throw new AppError('insufficient_plan');

@@ -115,8 +115,11 @@ export function presentHistoryItem(generation: Generation, catalog: Catalog, pub
   };
 }
 
-/** A generation with its owner's current balance (`balance_remaining`), as every generation endpoint answers. */
-export async function presentWithBalance(container: Container, generation: Generation, shape: IdShape) {
-  const balance = await container.users.balanceOf(generation.userId);
+/**
+ * A generation with its owner's current balance (`balance_remaining`), as every generation
+ * endpoint answers; `knownBalance` when the request has just read it (a charge returns it).
+ */
+export async function presentWithBalance(container: Container, generation: Generation, shape: IdShape, knownBalance?: number | null) {
+  const balance = knownBalance ?? (await container.users.balanceOf(generation.userId));
   return presentGeneration(generation, shape, { publicBaseUrl: container.config.publicBaseUrl, now: container.clock(), balance });
 }

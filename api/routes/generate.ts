@@ -23,8 +23,8 @@ function idempotencyKey(ctx: AppContext): string | undefined {
   return key;
 }
 
-function present(ctx: AppContext, generation: Generation, shape: IdShape) {
-  return presentWithBalance(ctx.container, generation, shape);
+function present(ctx: AppContext, generation: Generation, shape: IdShape, knownBalance?: number | null) {
+  return presentWithBalance(ctx.container, generation, shape, knownBalance);
 }
 
 function sse(stream: PassThrough, event: string, data: unknown): void {
@@ -99,7 +99,7 @@ export function generateRoutes(): Router<AppState, AppCustom> {
     const accepted = await generations.start(caller, request, { ...options, signal: disconnected.signal });
     if (accepted.limits) setRateLimitHeaders(ctx, accepted.limits);
     ctx.status = 200;
-    ctx.body = await present(ctx, accepted.generation, idShapeForCategory(accepted.model.category));
+    ctx.body = await present(ctx, accepted.generation, idShapeForCategory(accepted.model.category), accepted.balance);
   });
 
   router.get('/status/:id', async (ctx) => {

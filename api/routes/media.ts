@@ -32,7 +32,7 @@ async function run(ctx: AppContext, category: Category, body: Record<string, unk
   if (model.category !== category) throw AppError.validation('model', `must be a ${category} model`);
   const accepted = await generations.start(callerOf(ctx), splitRequestBody(body), { source: 'api' });
   if (accepted.limits) setRateLimitHeaders(ctx, accepted.limits);
-  ctx.body = await presentWithBalance(ctx.container, accepted.generation, 'A');
+  ctx.body = await presentWithBalance(ctx.container, accepted.generation, 'A', accepted.balance);
 }
 
 async function show(ctx: AppContext, rawId: string | undefined, categories: string[]): Promise<void> {

@@ -7,6 +7,8 @@ import type { Clock } from '../clock';
 import { parseDbDate } from '../db/database';
 import type { Database } from '../db/database';
 import { ApiKey, User } from '../db/entities';
+import type { Row } from '../db/raw';
+import { EntityRows } from '../db/rows';
 import { AppError } from '../errors';
 import { LastUsedThrottle } from './last-used';
 import { randomBase62, sha256Hex } from './secrets';
@@ -21,11 +23,17 @@ export function looksLikeApiKey(token: string): boolean {
 
 export class ApiKeys {
   private readonly touch = new LastUsedThrottle(60_000);
+  private readonly userRows: EntityRows<User>;
+  private readonly authenticateSql: string;
 
   constructor(
     private readonly db: Database,
     private readonly clock: Clock,
-  ) {}
+  ) {
+    this.userRows = new EntityRows(db.source, User);
+    this.authenticateSql = `SELECT k.id AS key_id, k.last_used_at AS key_last_used_at, ${this.userRows.selectList('u', 'u_')}
+      FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.key_hash = ?`;
+  }
 
   async create(userId: number, name: string): Promise<{ key: ApiKey; secret: string }> {
     const secret = API_KEY_PREFIX + randomBase62(API_KEY_LENGTH - API_KEY_PREFIX.length);
@@ -71,18 +79,17 @@ export class ApiKeys {
     });
   }
 
-  /** The key's id and owner, or null. Keeps `last_used_at` current to the minute. */
-  async authenticate(secret: string): Promise<Pick<ApiKey, 'id' | 'userId' | 'lastUsedAt'> | null> {
+  /**
+   * The key and its owner, or null, in one indexed read (this runs on every API-key request).
+   * Keeps `last_used_at` current to the minute.
+   */
+  async authenticate(secret: string): Promise<{ key: Pick<ApiKey, 'id' | 'userId' | 'lastUsedAt'>; user: User } | null> {
     if (secret.length !== API_KEY_LENGTH) return null;
-    // A plain indexed read: this runs on every API-key request.
-    const rows = (await this.db.manager.query('SELECT id, user_id, last_used_at FROM api_keys WHERE key_hash = ?', [sha256Hex(secret)])) as Array<{
-      id: number;
-      user_id: number;
-      last_used_at: string | Date | null;
-    }>;
-    const row = rows[0];
+    const [row] = await this.db.read<Row>(this.authenticateSql, [sha256Hex(secret)]);
     if (!row) return null;
-    const key = { id: Number(row.id), userId: Number(row.user_id), lastUsedAt: row.last_used_at === null ? null : parseDbDate(row.last_used_at) };
+    const user = this.userRows.hydrate(row, 'u_');
+    const lastUsed = row.key_last_used_at as string | Date | null;
+    const key = { id: Number(row.key_id), userId: user.id, lastUsedAt: lastUsed === null ? null : parseDbDate(lastUsed) };
     const now = this.clock();
     if (this.touch.shouldWrite(key.id, now)) {
       const minuteAgo = this.db.dateParam(new Date(now.getTime() - 60_000));
@@ -98,7 +105,7 @@ export class ApiKeys {
       );
       key.lastUsedAt = now;
     }
-    return key;
+    return { key, user };
   }
 }
 

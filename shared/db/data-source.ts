@@ -62,6 +62,9 @@ export async function createDataSource(database: DatabaseConfig): Promise<DataSo
     charset: 'utf8mb4_unicode_ci',
     supportBigNumbers: true,
     bigNumberStrings: false,
+    // The generation hot path sends each transaction as one batch (raw.ts). Every statement in
+    // this code base binds its values; none is assembled from input.
+    multipleStatements: true,
     extra: { connectionLimit: 20 },
   });
   readCommittedSessions(dataSource);

@@ -5,7 +5,9 @@
  * MySQL transactions run concurrently on pooled connections.
  */
 import { DataSource, EntityManager, EntityTarget, ObjectLiteral, Repository } from 'typeorm';
+import type { Pool } from 'mysql2';
 import { Dialect, dialectOf } from './data-source';
+import { MysqlRaw, Params, SqliteConnection, SqliteRaw, WriteResult } from './raw';
 
 /** A datetime from a raw query: mysql2 gives a Date; SQLite gives UTC text without a zone. */
 export function parseDbDate(value: string | Date): Date {
@@ -16,9 +18,40 @@ export function parseDbDate(value: string | Date): Date {
 export class Database {
   readonly dialect: Dialect;
   private writeQueue: Promise<unknown> = Promise.resolve();
+  /** Plain SQL on the same connection / pool (raw.ts): set for the dialect in use, null otherwise. */
+  readonly sqlite: SqliteRaw | null;
+  readonly mysql: MysqlRaw | null;
 
   constructor(readonly source: DataSource) {
     this.dialect = dialectOf(source);
+    const driver = source.driver as unknown as { databaseConnection?: SqliteConnection; pool?: Pool };
+    this.sqlite = this.dialect === 'sqlite' && driver.databaseConnection ? new SqliteRaw(driver.databaseConnection) : null;
+    this.mysql = this.dialect === 'mysql' && driver.pool ? new MysqlRaw(driver.pool) : null;
+  }
+
+  /** A read of a few columns in plain SQL, outside any transaction, on either dialect. */
+  async read<T>(sql: string, params: Params = []): Promise<T[]> {
+    if (this.mysql) return this.mysql.query<T>(sql, params);
+    if (this.sqlite) return this.sqlite.all<T>(sql, params);
+    return (await this.source.query(sql, [...params])) as T[];
+  }
+
+  /** One plain-SQL write statement: autocommitted on MySQL, queued like any write on SQLite. */
+  write(sql: string, params: Params = []): Promise<WriteResult> {
+    if (this.mysql) return this.mysql.run(sql, params);
+    return this.sqliteWrite((sqlite) => sqlite.run(sql, params));
+  }
+
+  /**
+   * Synchronous plain-SQL work as one SQLite transaction, queued behind TypeORM's transactions
+   * on the same connection (a transaction begun while one of theirs is open would join it).
+   */
+  sqliteWrite<T>(work: (sqlite: SqliteRaw) => T): Promise<T> {
+    const sqlite = this.sqlite;
+    if (!sqlite) throw new Error('sqliteWrite needs the SQLite store');
+    const run = this.writeQueue.then(() => sqlite.transaction(() => work(sqlite)));
+    this.writeQueue = run.catch(() => undefined);
+    return run;
   }
 
   /** For reads outside a transaction. */

@@ -9,7 +9,7 @@ import type { Clock } from '../clock';
 import { addSeconds } from '../clock';
 import type { Database } from '../db/database';
 import { Generation } from '../db/entities';
-import { captureHold, releaseHold } from '../billing/holds';
+import { releaseHold } from '../billing/holds';
 import type { Logger } from '../log';
 import type { ProviderRegistry } from '../providers/registry';
 import { ProviderError, Usage } from '../providers/types';
@@ -19,6 +19,7 @@ import type { JobContext } from '../queue/types';
 import type { InputFetcher } from './execute';
 import { BUSY_RETRY_MS, BUSY_TOO_LONG, DeferredRun, JOB_SLOT_WAIT_MS, MAX_BUSY_WAIT_MS, Outcome, ProviderBusyError, ProviderCalls } from './provider-calls';
 import { readInput } from './stored-input';
+import type { CompletionSet, GenerationStore } from './store';
 
 export { BUSY_RETRY_MS, BUSY_TOO_LONG, JOB_SLOT_WAIT_MS, MAX_BUSY_WAIT_MS, ProviderBusyError };
 export type { DeferredRun, Outcome };
@@ -27,6 +28,12 @@ export type { DeferredRun, Outcome };
 export type GenerationEndListener = (generation: Generation) => void;
 
 export const CANCELLED = 'Cancelled';
+
+/** A generation as a run left it, with its owner's balance when this run charged it. */
+export interface Ended {
+  generation: Generation;
+  balance: number | null;
+}
 
 /**
  * A runner holds a row for this long and renews the lease while it works, so a crashed worker's
@@ -41,6 +48,7 @@ export class GenerationRunner {
 
   constructor(
     private readonly db: Database,
+    private readonly store: GenerationStore,
     private readonly catalog: Catalog,
     providers: ProviderRegistry,
     private readonly storage: Storage,
@@ -93,14 +101,17 @@ export class GenerationRunner {
     return this.catalog.find(generation.modelSlug);
   }
 
-  /** pending → completed, capturing the hold. Null when the row had already ended. */
-  async complete(generation: Generation, outcome: Outcome): Promise<Generation | null> {
+  /**
+   * pending → completed, capturing the hold; the owner's balance after the charge comes with it.
+   * Null when the row had already ended.
+   */
+  async complete(generation: Generation, outcome: Outcome): Promise<Ended | null> {
     const stored = outcome.file ? await this.storage.put('results', outcome.file.bytes, outcome.file.contentType, outcome.file.extension) : null;
     const thumbnail = outcome.thumbnail
       ? await this.storage.put('results', outcome.thumbnail.bytes, outcome.thumbnail.contentType, outcome.thumbnail.extension)
       : null;
     const now = this.clock();
-    const ended: Partial<Generation> = {
+    const ended: CompletionSet = {
       status: 'completed',
       provider: outcome.provider,
       resultText: outcome.resultText,
@@ -116,31 +127,18 @@ export class GenerationRunner {
       leaseUntil: null,
       updatedAt: now,
     };
-    const won = await this.db.transaction(async (em): Promise<Generation | null> => {
-      const result = await em
-        .createQueryBuilder()
-        .update(Generation)
-        .set(ended)
-        .where('id = :id', { id: generation.id })
-        .andWhere('status = :pending', { pending: 'pending' })
-        .execute();
-      if (result.affected !== 1) return null;
-      const charged = await captureHold(em, generation.userId, generation.price, generation.id, now);
-      if (charged !== generation.price) {
-        await em.getRepository(Generation).update({ id: generation.id }, { tokensSpent: charged });
-        ended.tokensSpent = charged;
-      }
-      // The row as it now stands, without reading it back.
-      return Object.assign(new Generation(), generation, ended);
-    });
-    if (!won) {
+    const captured = await this.store.complete(generation, ended, now);
+    if (!captured) {
       // Cancelled (or finished elsewhere) meanwhile: the files of this run are not anyone's.
       if (stored) await this.storage.delete(stored.key);
       if (thumbnail) await this.storage.delete(thumbnail.key);
       return null;
     }
+    ended.tokensSpent = captured.charged;
+    // The row as it now stands, without reading it back.
+    const won = Object.assign(new Generation(), generation, ended);
     this.notify(won);
-    return won;
+    return { generation: won, balance: captured.balance };
   }
 
   /** pending → failed, releasing the hold. Null when the row had already ended. */
@@ -177,7 +175,7 @@ export class GenerationRunner {
    * Runs a generation inside the request within the model's timeout, retrying a transient failure
    * once. Returns the row as it ended (or as it stands, if something else ended it first).
    */
-  async runSync(generation: Generation, model: CatalogModel, signal?: AbortSignal): Promise<Generation> {
+  async runSync(generation: Generation, model: CatalogModel, signal?: AbortSignal): Promise<Ended> {
     const deadline = AbortSignal.timeout(model.timeoutSeconds * 1000);
     const ended = this.track(generation.id);
     const combined = AbortSignal.any(signal ? [deadline, signal, ended.signal] : [deadline, ended.signal]);
@@ -188,12 +186,12 @@ export class GenerationRunner {
     }
   }
 
-  private async runSyncAttempts(generation: Generation, model: CatalogModel, combined: AbortSignal): Promise<Generation> {
+  private async runSyncAttempts(generation: Generation, model: CatalogModel, combined: AbortSignal): Promise<Ended> {
     for (let attempt = 1; ; attempt++) {
       try {
         // The request waits for a slot within the model's timeout: it holds no worker slot meanwhile.
         const outcome = await this.calls.execute(generation, model, { signal: combined }, model.timeoutSeconds * 1000);
-        return (await this.complete(generation, outcome)) ?? (await this.db.repo(Generation).findOneByOrFail({ id: generation.id }));
+        return (await this.complete(generation, outcome)) ?? { generation: await this.reload(generation.id), balance: null };
       } catch (caught) {
         const error = caught instanceof ProviderBusyError ? new ProviderError('rate_limited', 'The provider is busy; try again shortly') : caught;
         const transient = error instanceof ProviderError ? error.transient : !(error instanceof Error && error.name === 'AbortError');
@@ -213,7 +211,7 @@ export class GenerationRunner {
         }
         const failed = await this.fail(generation.id, failureMessage(error, combined));
         if (!(error instanceof ProviderError) && !combined.aborted) this.log.error({ err: error, generationId: generation.id }, 'generation failed');
-        return failed ?? (await this.db.repo(Generation).findOneByOrFail({ id: generation.id }));
+        return { generation: failed ?? (await this.reload(generation.id)), balance: null };
       }
     }
   }
@@ -283,29 +281,14 @@ export class GenerationRunner {
    */
   async runJob(generationId: number, context: JobContext): Promise<DeferredRun | null> {
     const now = this.clock();
-    const generation = await this.db.repo(Generation).findOneBy({ id: generationId });
+    const generation = await this.store.find(generationId);
     if (!generation || generation.status !== 'pending') return null;
     const model = this.modelOf(generation);
     if (!model) {
       await this.fail(generationId, 'This model is no longer offered');
       return null;
     }
-    const claimed = await this.db.transaction((em) =>
-      em
-        .createQueryBuilder()
-        .update(Generation)
-        .set({
-          leaseUntil: addSeconds(now, LEASE_SECONDS),
-          attempts: () => 'attempts + 1',
-          startedAt: generation.startedAt ?? now,
-          updatedAt: now,
-        })
-        .where('id = :id', { id: generationId })
-        .andWhere('status = :pending', { pending: 'pending' })
-        .andWhere('(lease_until IS NULL OR lease_until < :now)', { now: this.db.dateParam(now) })
-        .execute(),
-    );
-    if (claimed.affected !== 1) return null;
+    if (!(await this.store.claim(generationId, addSeconds(now, LEASE_SECONDS), generation.startedAt ?? now, now))) return null;
     const deadline = AbortSignal.timeout(model.timeoutSeconds * 1000);
     const ended = this.track(generationId);
     const signal = AbortSignal.any([deadline, context.signal, ended.signal]);
@@ -366,6 +349,10 @@ export class GenerationRunner {
       clearInterval(heartbeat);
       this.untrack(generationId, ended);
     }
+  }
+
+  private reload(generationId: number): Promise<Generation> {
+    return this.db.repo(Generation).findOneByOrFail({ id: generationId });
   }
 
   private async isEnded(generationId: number): Promise<boolean> {

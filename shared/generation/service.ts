@@ -16,7 +16,6 @@ import type { Logger } from '../log';
 import type { Plan, PlanTable } from '../plans';
 import type { Queue } from '../queue/types';
 import type { Storage } from '../storage';
-import { holdTokens } from '../billing/holds';
 import { applyAssistant, GenerateRequest, GenerationInput, normalizeInput, userTexts } from './input';
 import type { Assistants } from '../assistants';
 import { normalizeParams } from './params';
@@ -27,6 +26,7 @@ const URL_PARAMS = ['image_url', 'audio_url', 'target_image_url', 'mask_url'];
 import { CANCELLED, GenerationRunner } from './runner';
 import { serializeInput } from './stored-input';
 import { isDuplicateKey } from '../db/errors';
+import type { GenerationStore, HeldInsert } from './store';
 
 export interface GenerationCaller {
   user: User;
@@ -52,6 +52,8 @@ export interface Accepted {
   replay: boolean;
   /** The limit windows after this request, for the response headers. */
   limits: LimitSnapshot | null;
+  /** The owner's balance right after this request charged the generation (a synchronous run). */
+  balance?: number | null;
 }
 
 export const IDEMPOTENCY_WINDOW_MS = 24 * 3600 * 1000;
@@ -72,6 +74,7 @@ export class Generations {
 
   constructor(
     private readonly db: Database,
+    private readonly store: GenerationStore,
     private readonly catalog: Catalog,
     private readonly plans: PlanTable,
     private readonly limiter: GenerationLimiter,
@@ -180,70 +183,62 @@ export class Generations {
       throw error;
     }
     const storedInput = await serializeInput(input, this.storage);
-    let generation: Generation;
+    const row = Object.assign(new Generation(), {
+      userId,
+      modelSlug: model.slug,
+      category: model.category,
+      provider: null,
+      status: 'pending',
+      source: options.source,
+      prompt: (input.prompt ?? '').slice(0, PROMPT_HISTORY_LENGTH),
+      input: storedInput,
+      price,
+      tokensSpent: 0,
+      resultText: null,
+      resultKey: null,
+      thumbnailKey: null,
+      resultMetadata: null,
+      usage: null,
+      error: null,
+      progress: 0,
+      seed: typeof input.params.seed === 'number' ? input.params.seed : null,
+      etaSeconds: model.sync ? null : model.etaSeconds,
+      processingMs: null,
+      attempts: 0,
+      leaseUntil: null,
+      upstreamRef: null,
+      isFavorited: false,
+      userRating: null,
+      hiddenAt: null,
+      idempotencyKey: options.idempotencyKey ?? null,
+      requestHash: options.requestHash ?? null,
+      scheduleId: options.scheduleId ?? null,
+      assistantId: request.assistant_id ?? null,
+      createdAt: now,
+      startedAt: null,
+      completedAt: null,
+      updatedAt: now,
+    } satisfies Omit<Generation, 'id' | 'user'>);
+    let held: HeldInsert;
     try {
-      generation = await this.db.transaction(async (em) => {
-        if (staleKeyRow !== null) {
-          // A key older than the window may be used again: the old row lets go of it.
-          await em.getRepository(Generation).update({ id: staleKeyRow }, { idempotencyKey: null });
-        }
-        if (!(await holdTokens(em, userId, price))) throw new AppError('insufficient_tokens');
-        const repo = em.getRepository(Generation);
-        const row = repo.create({
-            userId,
-            modelSlug: model.slug,
-            category: model.category,
-            provider: null,
-            status: 'pending',
-            source: options.source,
-            prompt: (input.prompt ?? '').slice(0, PROMPT_HISTORY_LENGTH),
-            input: storedInput,
-            price,
-            tokensSpent: 0,
-            resultText: null,
-            resultKey: null,
-            thumbnailKey: null,
-            resultMetadata: null,
-            usage: null,
-            error: null,
-            progress: 0,
-            seed: typeof input.params.seed === 'number' ? input.params.seed : null,
-            etaSeconds: model.sync ? null : model.etaSeconds,
-            processingMs: null,
-            attempts: 0,
-            leaseUntil: null,
-            upstreamRef: null,
-            isFavorited: false,
-            userRating: null,
-            hiddenAt: null,
-            idempotencyKey: options.idempotencyKey ?? null,
-            requestHash: options.requestHash ?? null,
-            scheduleId: options.scheduleId ?? null,
-            assistantId: request.assistant_id ?? null,
-            createdAt: now,
-            startedAt: null,
-            completedAt: null,
-            updatedAt: now,
-        });
-        // insert, not save: save would read the row back; the identifier is all that is missing.
-        const inserted = await repo.insert(row);
-        row.id = Number(inserted.identifiers[0]?.id);
-        return row;
-      });
+      held = await this.store.insertHeld(row, staleKeyRow);
     } catch (error) {
       await this.limiter.refund(userId, caller.plan);
-      if (error instanceof AppError && error.code === 'insufficient_tokens') {
-        const user = await this.db.repo(User).findOneByOrFail({ id: userId });
-        throw new AppError('insufficient_tokens', {
-          extra: { price, available: Math.max(0, user.subscriptionTokens + user.bonusTokens - user.heldTokens) },
-        });
-      }
       if (options.idempotencyKey && isDuplicateKey(error)) {
         const existing = await this.findIdempotent(userId, options.idempotencyKey);
         if (existing) return this.replayOf(existing, options, model);
       }
       throw error;
     }
+    if (!held.held) {
+      await this.limiter.refund(userId, caller.plan);
+      const user = await this.db.repo(User).findOneByOrFail({ id: userId });
+      throw new AppError('insufficient_tokens', {
+        extra: { price, available: Math.max(0, user.subscriptionTokens + user.bonusTokens - user.heldTokens) },
+      });
+    }
+    row.id = held.id;
+    let generation: Generation = row;
 
     if (this.violatesPolicy(input)) {
       generation = (await this.runner.fail(generation.id, CONTENT_POLICY_ERROR)) ?? generation;
@@ -257,7 +252,10 @@ export class Generations {
     if (accepted.replay || accepted.generation.status !== 'pending') return accepted;
     const { generation, model } = accepted;
     await options.beforeRun?.(generation);
-    if (model.sync) return { ...accepted, generation: await this.runner.runSync(generation, model, options.signal) };
+    if (model.sync) {
+      const ended = await this.runner.runSync(generation, model, options.signal);
+      return { ...accepted, generation: ended.generation, balance: ended.balance };
+    }
     await this.queue.enqueue('generation.run', { generationId: generation.id }, { jobId: `gen-${generation.id}` });
     return accepted;
   }

@@ -191,7 +191,7 @@ export class TelegramDelivery {
         generation = next.value;
       } else {
         await this.api.sendChatAction(delivery.chatId, 'typing').catch(() => undefined);
-        generation = await runner.runSync(generation, model, job.signal);
+        generation = (await runner.runSync(generation, model, job.signal)).generation;
       }
     }
     if (generation.status === 'pending') return;

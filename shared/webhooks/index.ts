@@ -10,6 +10,8 @@ import { IsNull, LessThanOrEqual } from 'typeorm';
 import { addSeconds, Clock } from '../clock';
 import type { Database } from '../db/database';
 import { Generation, Webhook, WebhookDelivery } from '../db/entities';
+import type { Row } from '../db/raw';
+import { EntityRows } from '../db/rows';
 import { AppError } from '../errors';
 import type { Logger } from '../log';
 import { UrlFetcher, UrlFetchError, UrlRefusedError } from '../net/url-fetch';
@@ -47,6 +49,9 @@ export function eventPayload(generation: Generation, publicBaseUrl: string) {
 }
 
 export class Webhooks {
+  private readonly rows: EntityRows<Webhook>;
+  private readonly activeHooksSql: string;
+
   constructor(
     private readonly db: Database,
     private readonly fetcher: UrlFetcher,
@@ -54,7 +59,10 @@ export class Webhooks {
     private readonly clock: Clock,
     private readonly publicBaseUrl: string,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.rows = new EntityRows(db.source, Webhook);
+    this.activeHooksSql = `SELECT ${this.rows.selectList('w', '')} FROM webhooks w WHERE w.user_id = ? AND w.disabled_at IS NULL ORDER BY w.id`;
+  }
 
   async create(userId: number, url: string, events: WebhookEvent[]): Promise<Webhook> {
     try {
@@ -108,7 +116,8 @@ export class Webhooks {
   /** Called when a generation ends: one delivery per active webhook of its owner that wants the event. */
   async onGenerationEnded(generation: Generation): Promise<void> {
     const payload = eventPayload(generation, this.publicBaseUrl);
-    const hooks = await this.db.repo(Webhook).find({ where: { userId: generation.userId, disabledAt: IsNull() } });
+    // Plain SQL: this runs once for every generation that ends, and most users have no webhook.
+    const hooks = (await this.db.read<Row>(this.activeHooksSql, [generation.userId])).map((row) => this.rows.hydrate(row));
     for (const hook of hooks) {
       if (!(JSON.parse(hook.events) as string[]).includes(payload.event)) continue;
       await this.enqueueDelivery(hook, payload.event, generation.id, payload);

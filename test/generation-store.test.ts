@@ -1,0 +1,186 @@
+/**
+ * The plain-SQL writes and reads of the generation hot path (db/raw.ts, db/rows.ts,
+ * generation/store.ts) on each store: rows read back as TypeORM reads them, a failed batch
+ * leaves nothing behind, and one completion's server-side variables never leak into the next.
+ */
+import path from 'node:path';
+import { ApiKey, Generation, LedgerEntry, User } from '../shared/db/entities';
+import { EntityRows } from '../shared/db/rows';
+import type { CompletionSet } from '../shared/generation/store';
+import { useTestApp } from './helpers/app';
+import { FakeProvider } from './helpers/fake-provider';
+import { userOnPlan } from './helpers/users';
+
+const fake = new FakeProvider('fake');
+const t = useTestApp({ CATALOG_PATH: path.join(__dirname, 'fixtures/catalog.json') }, { providers: [fake.adapter()] });
+
+function pendingRow(userId: number, price: number, idempotencyKey: string | null = null): Generation {
+  const now = t.app.clock.now();
+  return Object.assign(new Generation(), {
+    userId,
+    modelSlug: 'fake-text',
+    category: 'text',
+    provider: null,
+    status: 'pending',
+    source: 'api',
+    prompt: 'p',
+    input: '{}',
+    price,
+    tokensSpent: 0,
+    resultText: null,
+    resultKey: null,
+    thumbnailKey: null,
+    resultMetadata: null,
+    usage: null,
+    error: null,
+    progress: 0,
+    seed: null,
+    etaSeconds: null,
+    processingMs: null,
+    attempts: 0,
+    leaseUntil: null,
+    upstreamRef: null,
+    isFavorited: false,
+    userRating: null,
+    hiddenAt: null,
+    idempotencyKey,
+    requestHash: null,
+    scheduleId: null,
+    assistantId: null,
+    createdAt: now,
+    startedAt: null,
+    completedAt: null,
+    updatedAt: now,
+  } satisfies Omit<Generation, 'id' | 'user'>);
+}
+
+function completion(price: number): CompletionSet {
+  const now = t.app.clock.now();
+  return {
+    status: 'completed',
+    provider: 'fake',
+    resultText: 'done',
+    resultKey: null,
+    thumbnailKey: null,
+    resultMetadata: '{}',
+    usage: null,
+    seed: null,
+    progress: 100,
+    tokensSpent: price,
+    processingMs: 5,
+    completedAt: now,
+    leaseUntil: null,
+    updatedAt: now,
+  };
+}
+
+async function userRow(id: number) {
+  return t.app.container.db.repo(User).findOneByOrFail({ id });
+}
+
+describe('entity rows', () => {
+  it('reads a user with every column set exactly as TypeORM does', async () => {
+    const user = await userOnPlan(t.app, 'vip', 7);
+    const { db } = t.app.container;
+    await db.repo(User).update({ id: user.id }, { avatarUrl: 'https://example.test/a.png', messengerUsername: 'someone', notificationsEnabled: false, heldTokens: 3 });
+    const rows = new EntityRows(db.source, User);
+    const [raw] = await db.read<Record<string, unknown>>(`SELECT ${rows.selectList('u', 'x_')} FROM users u WHERE u.id = ?`, [user.id]);
+    const expected = await userRow(user.id);
+    expect(expected.planExpiresAt).toBeInstanceOf(Date);
+    expect(rows.hydrate(raw!, 'x_')).toEqual(expected);
+    expect(rows.hydrate(raw!, 'x_')).toBeInstanceOf(User);
+  });
+
+  it('writes a generation that TypeORM reads back field for field', async () => {
+    const user = await userOnPlan(t.app, 'vip');
+    const row = pendingRow(user.id, 2, 'rows-key');
+    row.seed = 42;
+    row.isFavorited = true;
+    row.leaseUntil = new Date(t.app.clock.now().getTime() + 60_000);
+    const held = await t.app.container.generationStore.insertHeld(row, null);
+    if (!held.held) throw new Error('not held');
+    const stored = await t.app.container.db.repo(Generation).findOneByOrFail({ id: held.id });
+    expect({ ...stored }).toEqual({ ...row, id: held.id });
+  });
+
+  it('authenticates an API key and reads its owner in one statement', async () => {
+    const user = await userOnPlan(t.app, 'vip');
+    const { secret } = await t.app.container.apiKeys.create(user.id, 'k');
+    const found = await t.app.container.apiKeys.authenticate(secret);
+    expect(found?.user).toEqual(await userRow(user.id));
+    expect(found?.key).toMatchObject({ userId: user.id, id: (await t.app.container.db.repo(ApiKey).findOneByOrFail({ userId: user.id })).id });
+  });
+});
+
+describe('hold and insert', () => {
+  it('changes nothing when the balance cannot cover the price', async () => {
+    const user = await userOnPlan(t.app, 'free');
+    const before = await userRow(user.id);
+    const result = await t.app.container.generationStore.insertHeld(pendingRow(user.id, before.subscriptionTokens + 1), null);
+    expect(result).toEqual({ held: false });
+    expect(await userRow(user.id)).toEqual(before);
+    expect(await t.app.container.db.repo(Generation).countBy({ userId: user.id })).toBe(0);
+  });
+
+  it('rolls the hold back when the insert fails (a key another request took)', async () => {
+    const user = await userOnPlan(t.app, 'free');
+    const store = t.app.container.generationStore;
+    const first = await store.insertHeld(pendingRow(user.id, 2, 'taken'), null);
+    expect(first.held).toBe(true);
+    await expect(store.insertHeld(pendingRow(user.id, 5, 'taken'), null)).rejects.toThrow(/Duplicate entry|UNIQUE constraint/);
+    expect((await userRow(user.id)).heldTokens).toBe(2);
+    expect(await t.app.container.db.repo(Generation).countBy({ userId: user.id })).toBe(1);
+    // The connection that failed is usable again: the next batch commits normally.
+    const next = await store.insertHeld(pendingRow(user.id, 3, 'free-key'), null);
+    expect(next.held).toBe(true);
+    expect((await userRow(user.id)).heldTokens).toBe(5);
+  });
+
+  it('lets go of a stale key in the same transaction', async () => {
+    const user = await userOnPlan(t.app, 'free');
+    const store = t.app.container.generationStore;
+    const old = await store.insertHeld(pendingRow(user.id, 1, 'reused'), null);
+    if (!old.held) throw new Error('not held');
+    const again = await store.insertHeld(pendingRow(user.id, 1, 'reused'), old.id);
+    expect(again.held).toBe(true);
+    expect((await t.app.container.db.repo(Generation).findOneByOrFail({ id: old.id })).idempotencyKey).toBeNull();
+  });
+});
+
+describe('completion', () => {
+  it('charges once, and a repeated completion on any pooled connection changes nothing', async () => {
+    const user = await userOnPlan(t.app, 'vip');
+    const store = t.app.container.generationStore;
+    const ids: number[] = [];
+    for (let i = 0; i < 30; i++) {
+      const held = await store.insertHeld(pendingRow(user.id, 3), null);
+      if (!held.held) throw new Error('not held');
+      ids.push(held.id);
+    }
+    const start = await userRow(user.id);
+    const results = await Promise.all(ids.map((id) => store.complete({ id, userId: user.id, price: 3 }, completion(3), t.app.clock.now())));
+    expect(results.every((r) => r?.charged === 3)).toBe(true);
+    const balances = results.map((r) => r?.balance).sort((a, b) => (b ?? 0) - (a ?? 0));
+    expect(balances[balances.length - 1]).toBe(start.subscriptionTokens + start.bonusTokens - 90);
+    // Every pooled connection has now run a winning completion; repeats must find nothing to do.
+    const repeats = await Promise.all(ids.map((id) => store.complete({ id, userId: user.id, price: 3 }, completion(3), t.app.clock.now())));
+    expect(repeats.every((r) => r === null)).toBe(true);
+    const after = await userRow(user.id);
+    expect(after.subscriptionTokens + after.bonusTokens).toBe(start.subscriptionTokens + start.bonusTokens - 90);
+    expect(after.heldTokens).toBe(0);
+    expect(await t.app.container.db.repo(LedgerEntry).countBy({ userId: user.id, reason: 'generation' })).toBe(30);
+  });
+
+  it('charges a free generation nothing and writes no ledger row', async () => {
+    const user = await userOnPlan(t.app, 'vip');
+    const store = t.app.container.generationStore;
+    const held = await store.insertHeld(pendingRow(user.id, 0), null);
+    if (!held.held) throw new Error('not held');
+    const before = await userRow(user.id);
+    expect(await store.complete({ id: held.id, userId: user.id, price: 0 }, completion(0), t.app.clock.now())).toEqual({
+      charged: 0,
+      balance: before.subscriptionTokens + before.bonusTokens,
+    });
+    expect(await t.app.container.db.repo(LedgerEntry).countBy({ generationId: held.id })).toBe(0);
+  });
+});
