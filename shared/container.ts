@@ -169,7 +169,8 @@ export async function buildContainer(config: Config, options: ContainerOptions):
       await deliveries.create({ generationId: generation.id, chatId: identity.subject, messageId: null, kind: 'media', language: user.language, prompt: generation.prompt });
     });
   }
-  runner.onEnd((generation) => {
+  runner.onEnd((generation, facts) => {
+    if (facts.activeWebhooks === 0) return;
     webhooks.onGenerationEnded(generation).catch((error: unknown) => log.error({ err: error, generationId: generation.id }, 'webhook fan-out failed'));
   });
 

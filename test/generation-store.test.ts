@@ -4,7 +4,7 @@
  * leaves nothing behind, and one completion's server-side variables never leak into the next.
  */
 import path from 'node:path';
-import { ApiKey, Generation, LedgerEntry, User } from '../shared/db/entities';
+import { ApiKey, Generation, LedgerEntry, User, Webhook } from '../shared/db/entities';
 import { EntityRows } from '../shared/db/rows';
 import type { CompletionSet } from '../shared/generation/store';
 import { useTestApp } from './helpers/app';
@@ -180,7 +180,22 @@ describe('completion', () => {
     expect(await store.complete({ id: held.id, userId: user.id, price: 0 }, completion(0), t.app.clock.now())).toEqual({
       charged: 0,
       balance: before.subscriptionTokens + before.bonusTokens,
+      activeWebhooks: 0,
     });
     expect(await t.app.container.db.repo(LedgerEntry).countBy({ generationId: held.id })).toBe(0);
+  });
+
+  it("counts the owner's active webhooks with the charge (disabled ones do not count)", async () => {
+    const user = await userOnPlan(t.app, 'vip');
+    const { generationStore: store, db } = t.app.container;
+    const hook = (url: string, disabledAt: Date | null) =>
+      db.repo(Webhook).save({ userId: user.id, url, events: '["generation.completed"]', secret: 's', createdAt: t.app.clock.now(), failingSince: null, disabledAt });
+    const kept = await hook('https://hooks.example.test/a', null);
+    const disabled = await hook('https://hooks.example.test/b', t.app.clock.now());
+    const held = await store.insertHeld(pendingRow(user.id, 1), null);
+    if (!held.held) throw new Error('not held');
+    const captured = await store.complete({ id: held.id, userId: user.id, price: 1 }, completion(1), t.app.clock.now());
+    expect(captured?.activeWebhooks).toBe(1);
+    expect(kept.id).not.toBe(disabled.id);
   });
 });

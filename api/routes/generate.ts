@@ -2,6 +2,7 @@
 import crypto from 'node:crypto';
 import { PassThrough } from 'node:stream';
 import Router from '@koa/router';
+import { tokenBalance } from '../../shared/billing/balance';
 import { AppError } from '../../shared/errors';
 import { splitRequestBody } from '../../shared/generation/input';
 import { parseGenerationId } from '../../shared/generation/service';
@@ -99,7 +100,8 @@ export function generateRoutes(): Router<AppState, AppCustom> {
     const accepted = await generations.start(caller, request, { ...options, signal: disconnected.signal });
     if (accepted.limits) setRateLimitHeaders(ctx, accepted.limits);
     ctx.status = 200;
-    ctx.body = await present(ctx, accepted.generation, idShapeForCategory(accepted.model.category), accepted.balance);
+    // Unless this request charged it, the balance is as authentication read it moments ago.
+    ctx.body = await present(ctx, accepted.generation, idShapeForCategory(accepted.model.category), accepted.balance ?? tokenBalance(caller.user));
   });
 
   router.get('/status/:id', async (ctx) => {

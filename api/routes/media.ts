@@ -11,6 +11,7 @@ import { parseGenerationId } from '../../shared/generation/service';
 import { AppContext, AppCustom, AppState, callerOf } from '../context';
 import { requireAuth, setRateLimitHeaders } from '../middleware/auth';
 import { presentWithBalance } from '../presenters/generation';
+import { tokenBalance } from '../../shared/billing/balance';
 import { formField, multipartBody, UploadedMedia, uploadedAudio, uploadedImage } from '../uploads';
 
 async function store(ctx: AppContext, media: UploadedMedia): Promise<string> {
@@ -30,9 +31,11 @@ async function run(ctx: AppContext, category: Category, body: Record<string, unk
   const { generations } = ctx.container;
   const model = generations.model(typeof body.model === 'string' ? body.model : undefined);
   if (model.category !== category) throw AppError.validation('model', `must be a ${category} model`);
-  const accepted = await generations.start(callerOf(ctx), splitRequestBody(body), { source: 'api' });
+  const caller = callerOf(ctx);
+  const accepted = await generations.start(caller, splitRequestBody(body), { source: 'api' });
   if (accepted.limits) setRateLimitHeaders(ctx, accepted.limits);
-  ctx.body = await presentWithBalance(ctx.container, accepted.generation, 'A', accepted.balance);
+  // Unless this request charged it, the balance is as authentication read it moments ago.
+  ctx.body = await presentWithBalance(ctx.container, accepted.generation, 'A', accepted.balance ?? tokenBalance(caller.user));
 }
 
 async function show(ctx: AppContext, rawId: string | undefined, categories: string[]): Promise<void> {

@@ -23,8 +23,6 @@ export const CHARGE_SQL = `UPDATE users SET subscription_tokens = subscription_t
 /** The ledger columns a capture writes (the row's values in this order). */
 export const LEDGER_COLUMNS = 'user_id, amount, reason, generation_id, subscription_after, bonus_after, note, created_at';
 
-export const BALANCE_SQL = 'SELECT subscription_tokens + bonus_tokens AS balance FROM users WHERE id = ?';
-
 export interface ChargeSplit {
   fromSubscription: number;
   fromBonus: number;

@@ -24,8 +24,16 @@ import type { CompletionSet, GenerationStore } from './store';
 export { BUSY_RETRY_MS, BUSY_TOO_LONG, JOB_SLOT_WAIT_MS, MAX_BUSY_WAIT_MS, ProviderBusyError };
 export type { DeferredRun, Outcome };
 
+/** What the end of a generation came with, besides the row. */
+export interface EndFacts {
+  /** The owner's active webhooks when the completion read them; null when not read. */
+  activeWebhooks: number | null;
+}
+
 /** Listeners told when a generation ends (the bot and webhooks subscribe later). */
-export type GenerationEndListener = (generation: Generation) => void;
+export type GenerationEndListener = (generation: Generation, facts: EndFacts) => void;
+
+const UNKNOWN: EndFacts = { activeWebhooks: null };
 
 export const CANCELLED = 'Cancelled';
 
@@ -80,11 +88,11 @@ export class GenerationRunner {
     if (this.running.get(generationId) === controller) this.running.delete(generationId);
   }
 
-  private notify(generation: Generation): void {
+  private notify(generation: Generation, facts: EndFacts = UNKNOWN): void {
     this.running.get(generation.id)?.abort(new Error('The generation ended while its provider call ran'));
     for (const listener of this.endListeners) {
       try {
-        listener(generation);
+        listener(generation, facts);
       } catch (error) {
         this.log.error({ err: error, generationId: generation.id }, 'generation end listener failed');
       }
@@ -137,7 +145,7 @@ export class GenerationRunner {
     ended.tokensSpent = captured.charged;
     // The row as it now stands, without reading it back.
     const won = Object.assign(new Generation(), generation, ended);
-    this.notify(won);
+    this.notify(won, { activeWebhooks: captured.activeWebhooks });
     return { generation: won, balance: captured.balance };
   }
 
@@ -281,14 +289,14 @@ export class GenerationRunner {
    */
   async runJob(generationId: number, context: JobContext): Promise<DeferredRun | null> {
     const now = this.clock();
-    const generation = await this.store.find(generationId);
-    if (!generation || generation.status !== 'pending') return null;
+    // Claimed first, then checked: the row comes back with the claim in one round trip.
+    const generation = await this.store.claim(generationId, addSeconds(now, LEASE_SECONDS), now);
+    if (!generation) return null;
     const model = this.modelOf(generation);
     if (!model) {
       await this.fail(generationId, 'This model is no longer offered');
       return null;
     }
-    if (!(await this.store.claim(generationId, addSeconds(now, LEASE_SECONDS), generation.startedAt ?? now, now))) return null;
     const deadline = AbortSignal.timeout(model.timeoutSeconds * 1000);
     const ended = this.track(generationId);
     const signal = AbortSignal.any([deadline, context.signal, ended.signal]);
@@ -335,7 +343,7 @@ export class GenerationRunner {
         await this.db.transaction((em) => em.getRepository(Generation).update({ id: generationId }, { leaseUntil: null }));
         this.log.info({ generationId, provider: error.provider }, 'provider at its concurrency cap; the job waits in the queue');
         // attempts grew with this claim, so the id is new and the queue does not drop it as a duplicate.
-        return { delayMs: BUSY_RETRY_MS, jobId: `gen-${generationId}-w${generation.attempts + 1}` };
+        return { delayMs: BUSY_RETRY_MS, jobId: `gen-${generationId}-w${generation.attempts}` };
       }
       const transient = error instanceof ProviderError ? error.transient : true;
       if (transient && !context.finalAttempt && !(await this.isEnded(generationId))) {

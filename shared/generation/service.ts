@@ -262,8 +262,8 @@ export class Generations {
 
   /** The caller's generation; another user's, or one deleted from history, is 404. */
   async get(userId: number, id: number): Promise<Generation> {
-    const generation = await this.db.repo(Generation).findOneBy({ id, userId });
-    if (!generation || generation.hiddenAt) throw new AppError('not_found');
+    const generation = await this.store.find(id);
+    if (!generation || generation.userId !== userId || generation.hiddenAt) throw new AppError('not_found');
     return generation;
   }
 

@@ -8,7 +8,7 @@ import type { Database } from '../db/database';
 import { Generation } from '../db/entities';
 import { BatchResult, Row, rowsAt, writeAt } from '../db/raw';
 import { EntityRows } from '../db/rows';
-import { BALANCE_SQL, CHARGE_SQL, HOLD_SQL, LEDGER_COLUMNS, splitCharge } from '../billing/holds';
+import { CHARGE_SQL, HOLD_SQL, LEDGER_COLUMNS, splitCharge } from '../billing/holds';
 
 /** What completion writes on the row. */
 export const COMPLETION_FIELDS = [
@@ -36,7 +36,19 @@ export interface Captured {
   charged: number;
   /** Subscription plus bonus tokens after the charge. */
   balance: number;
+  /** How many active webhooks the owner has (who hear of the end). */
+  activeWebhooks: number;
 }
+
+/**
+ * The owner's active webhooks, read with the balance: a generation's end is announced to them,
+ * and for the many users without one the announcement then costs no statement of its own.
+ */
+const ACTIVE_WEBHOOKS = '(SELECT COUNT(*) FROM webhooks w WHERE w.user_id = users.id AND w.disabled_at IS NULL)';
+const AFTER_CAPTURE_SQL = `SELECT subscription_tokens + bonus_tokens AS balance, ${ACTIVE_WEBHOOKS} AS webhooks FROM users WHERE id = ?`;
+
+const CLAIM_SQL = `UPDATE generations SET lease_until = ?, attempts = attempts + 1, started_at = COALESCE(started_at, ?), updated_at = ?
+  WHERE id = ? AND status = 'pending' AND (lease_until IS NULL OR lease_until < ?)`;
 
 /** MySQL session variables of the batches below; each batch sets them before reading them. */
 const FREE_OF_CHARGE = 'SET @gensvc_held := 1';
@@ -76,7 +88,8 @@ export class GenerationStore {
          SELECT id, -(@gensvc_fs + @gensvc_fb), 'generation', ?, subscription_tokens, bonus_tokens, NULL, ? FROM users
          WHERE id = ? AND @gensvc_won = 1 AND @gensvc_fs + @gensvc_fb > 0`,
       'UPDATE generations SET tokens_spent = @gensvc_fs + @gensvc_fb WHERE id = ? AND @gensvc_won = 1 AND @gensvc_fs + @gensvc_fb <> ?',
-      'SELECT @gensvc_won AS won, @gensvc_fs + @gensvc_fb AS charged, subscription_tokens + bonus_tokens AS balance FROM users WHERE id = ?',
+      `SELECT @gensvc_won AS won, @gensvc_fs + @gensvc_fb AS charged, subscription_tokens + bonus_tokens AS balance, ${ACTIVE_WEBHOOKS} AS webhooks
+         FROM users WHERE id = ?`,
     ].join(';\n');
   }
 
@@ -88,15 +101,22 @@ export class GenerationStore {
 
   /**
    * A runner takes a pending row until `leaseUntil`, if no other runner holds it (its lease
-   * passed, or none was taken); counts the attempt. False when the row is not for this runner.
+   * passed, or none was taken), and counts the attempt. Returns the row as claimed, or null when
+   * it is not this runner's to run (ended, or leased elsewhere). One round trip on MySQL.
    */
-  async claim(id: number, leaseUntil: Date, startedAt: Date, now: Date): Promise<boolean> {
-    const claimed = await this.db.write(
-      `UPDATE generations SET lease_until = ?, attempts = attempts + 1, started_at = ?, updated_at = ?
-       WHERE id = ? AND status = 'pending' AND (lease_until IS NULL OR lease_until < ?)`,
-      [leaseUntil, startedAt, now, id, now],
-    );
-    return claimed.affected === 1;
+  async claim(id: number, leaseUntil: Date, now: Date): Promise<Generation | null> {
+    const params = [leaseUntil, now, now, id, now];
+    const mysql = this.db.mysql;
+    if (mysql) {
+      const results = await mysql.batch(`${CLAIM_SQL};\n${this.findSql}`, [...params, id]);
+      const [row] = rowsAt(results, 1);
+      return writeAt(results, 0).affected === 1 && row ? this.rows.hydrate(row) : null;
+    }
+    return this.db.sqliteWrite((sqlite) => {
+      if (sqlite.run(CLAIM_SQL, params).affected !== 1) return null;
+      const [row] = sqlite.all(this.findSql, [id]);
+      return row ? this.rows.hydrate(row) : null;
+    });
   }
 
   /**
@@ -153,9 +173,9 @@ export class GenerationStore {
         id, price,
         userId,
       ]);
-      const [outcome] = rowsAt(results, results.length - 2) as Array<{ won: number | string; charged: number | string; balance: number | string }>;
+      const [outcome] = rowsAt(results, results.length - 2) as Array<{ won: unknown; charged: unknown; balance: unknown; webhooks: unknown }>;
       if (!outcome || Number(outcome.won) !== 1) return null;
-      return { charged: Number(outcome.charged), balance: Number(outcome.balance) };
+      return { charged: Number(outcome.charged), balance: Number(outcome.balance), activeWebhooks: Number(outcome.webhooks) };
     }
     return this.db.sqliteWrite((sqlite) => {
       if (sqlite.run(this.completeSql, [...values, id]).affected !== 1) return null;
@@ -170,8 +190,8 @@ export class GenerationStore {
         );
       }
       if (charged !== price) sqlite.run('UPDATE generations SET tokens_spent = ? WHERE id = ?', [charged, id]);
-      const [after] = sqlite.all<{ balance: number }>(BALANCE_SQL, [userId]);
-      return { charged, balance: Number(after?.balance ?? 0) };
+      const [after] = sqlite.all<{ balance: number; webhooks: number }>(AFTER_CAPTURE_SQL, [userId]);
+      return { charged, balance: Number(after?.balance ?? 0), activeWebhooks: Number(after?.webhooks ?? 0) };
     });
   }
 }

@@ -57,6 +57,9 @@ export function isValidKey(key: string): boolean {
 }
 
 export class LocalDiskStorage implements Storage {
+  /** Directories this process has made (or found): a month's directory is made once, not per file. */
+  private readonly directories = new Set<string>();
+
   constructor(private readonly root: string) {
     fs.mkdirSync(root, { recursive: true });
   }
@@ -70,11 +73,21 @@ export class LocalDiskStorage implements Storage {
     const now = new Date();
     const key = `${prefix}/${now.getUTCFullYear()}/${String(now.getUTCMonth() + 1).padStart(2, '0')}/${crypto.randomBytes(16).toString('hex')}.${extension.toLowerCase()}`;
     const file = this.pathOf(key);
-    await fsp.mkdir(path.dirname(file), { recursive: true });
-    // Write then rename, so a reader never sees half a file.
-    const temp = `${file}.${process.pid}.tmp`;
-    await fsp.writeFile(temp, bytes);
-    await fsp.rename(temp, file);
+    const directory = path.dirname(file);
+    if (!this.directories.has(directory)) {
+      await fsp.mkdir(directory, { recursive: true });
+      this.directories.add(directory);
+    }
+    // Written in place: nobody can ask for the file before `put` returns, since its random key
+    // reaches a reader only through the row that records it afterwards. `wx` never overwrites.
+    try {
+      await fsp.writeFile(file, bytes, { flag: 'wx' });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      // The directory went away under us (an operator cleaned up): make it again.
+      await fsp.mkdir(directory, { recursive: true });
+      await fsp.writeFile(file, bytes, { flag: 'wx' });
+    }
     return { key, size: bytes.length, contentType: contentTypeOf(key) };
   }
 
