@@ -170,7 +170,7 @@ export async function buildContainer(config: Config, options: ContainerOptions):
     });
   }
   runner.onEnd((generation, facts) => {
-    if (facts.activeWebhooks === 0) return;
+    if (facts.hasWebhooks === false) return;
     webhooks.onGenerationEnded(generation).catch((error: unknown) => log.error({ err: error, generationId: generation.id }, 'webhook fan-out failed'));
   });
 

@@ -180,12 +180,12 @@ describe('completion', () => {
     expect(await store.complete({ id: held.id, userId: user.id, price: 0 }, completion(0), t.app.clock.now())).toEqual({
       charged: 0,
       balance: before.subscriptionTokens + before.bonusTokens,
-      activeWebhooks: 0,
+      hasWebhooks: false,
     });
     expect(await t.app.container.db.repo(LedgerEntry).countBy({ generationId: held.id })).toBe(0);
   });
 
-  it("counts the owner's active webhooks with the charge (disabled ones do not count)", async () => {
+  it("tells whether the owner has an active webhook with the charge (disabled ones do not count)", async () => {
     const user = await userOnPlan(t.app, 'vip');
     const { generationStore: store, db } = t.app.container;
     const hook = (url: string, disabledAt: Date | null) =>
@@ -195,7 +195,11 @@ describe('completion', () => {
     const held = await store.insertHeld(pendingRow(user.id, 1), null);
     if (!held.held) throw new Error('not held');
     const captured = await store.complete({ id: held.id, userId: user.id, price: 1 }, completion(1), t.app.clock.now());
-    expect(captured?.activeWebhooks).toBe(1);
+    expect(captured?.hasWebhooks).toBe(true);
+    await db.repo(Webhook).update({ id: kept.id }, { disabledAt: t.app.clock.now() });
+    const next = await store.insertHeld(pendingRow(user.id, 1), null);
+    if (!next.held) throw new Error('not held');
+    expect((await store.complete({ id: next.id, userId: user.id, price: 1 }, completion(1), t.app.clock.now()))?.hasWebhooks).toBe(false);
     expect(kept.id).not.toBe(disabled.id);
   });
 });

@@ -26,14 +26,14 @@ export type { DeferredRun, Outcome };
 
 /** What the end of a generation came with, besides the row. */
 export interface EndFacts {
-  /** The owner's active webhooks when the completion read them; null when not read. */
-  activeWebhooks: number | null;
+  /** Whether the owner has an active webhook, when the completion read it; null when not read. */
+  hasWebhooks: boolean | null;
 }
 
 /** Listeners told when a generation ends (the bot and webhooks subscribe later). */
 export type GenerationEndListener = (generation: Generation, facts: EndFacts) => void;
 
-const UNKNOWN: EndFacts = { activeWebhooks: null };
+const UNKNOWN: EndFacts = { hasWebhooks: null };
 
 export const CANCELLED = 'Cancelled';
 
@@ -145,7 +145,7 @@ export class GenerationRunner {
     ended.tokensSpent = captured.charged;
     // The row as it now stands, without reading it back.
     const won = Object.assign(new Generation(), generation, ended);
-    this.notify(won, { activeWebhooks: captured.activeWebhooks });
+    this.notify(won, { hasWebhooks: captured.hasWebhooks });
     return { generation: won, balance: captured.balance };
   }
 

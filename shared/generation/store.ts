@@ -36,16 +36,16 @@ export interface Captured {
   charged: number;
   /** Subscription plus bonus tokens after the charge. */
   balance: number;
-  /** How many active webhooks the owner has (who hear of the end). */
-  activeWebhooks: number;
+  /** Whether the owner has an active webhook (to hear of the end). */
+  hasWebhooks: boolean;
 }
 
 /**
- * The owner's active webhooks, read with the balance: a generation's end is announced to them,
- * and for the many users without one the announcement then costs no statement of its own.
+ * Whether the owner has an active webhook (param: user id), read with the charge: a generation's
+ * end is announced to them, and for the many users without one that then costs no statement.
  */
-const ACTIVE_WEBHOOKS = '(SELECT COUNT(*) FROM webhooks w WHERE w.user_id = users.id AND w.disabled_at IS NULL)';
-const AFTER_CAPTURE_SQL = `SELECT subscription_tokens + bonus_tokens AS balance, ${ACTIVE_WEBHOOKS} AS webhooks FROM users WHERE id = ?`;
+const HAS_WEBHOOKS = 'EXISTS (SELECT 1 FROM webhooks WHERE user_id = ? AND disabled_at IS NULL)';
+const AFTER_CAPTURE_SQL = `SELECT subscription_tokens + bonus_tokens AS balance, ${HAS_WEBHOOKS} AS webhooks FROM users WHERE id = ?`;
 
 const CLAIM_SQL = `UPDATE generations SET lease_until = ?, attempts = attempts + 1, started_at = COALESCE(started_at, ?), updated_at = ?
   WHERE id = ? AND status = 'pending' AND (lease_until IS NULL OR lease_until < ?)`;
@@ -76,20 +76,21 @@ export class GenerationStore {
     // The charge computed by the server, against the user row it has just locked: the same
     // split as splitCharge (subscription first, then bonus, never more than is left).
     this.mysqlCaptureSql = [
-      'SET @gensvc_won := ROW_COUNT(), @gensvc_s := 0, @gensvc_b := 0',
-      'SELECT subscription_tokens, bonus_tokens INTO @gensvc_s, @gensvc_b FROM users WHERE id = ? AND @gensvc_won = 1 FOR UPDATE',
-      // Two statements: the assignments of one SET are not guaranteed to see each other.
-      'SET @gensvc_fs := LEAST(?, GREATEST(@gensvc_s, 0))',
-      'SET @gensvc_fb := LEAST(? - @gensvc_fs, GREATEST(@gensvc_b, 0))',
+      'SET @gensvc_won := ROW_COUNT(), @gensvc_s := 0, @gensvc_b := 0, @gensvc_fs := 0, @gensvc_fb := 0',
+      // Each expression reads only the row, never a variable this statement assigns.
+      `SELECT subscription_tokens, bonus_tokens, LEAST(?, GREATEST(subscription_tokens, 0)),
+         LEAST(? - LEAST(?, GREATEST(subscription_tokens, 0)), GREATEST(bonus_tokens, 0))
+         INTO @gensvc_s, @gensvc_b, @gensvc_fs, @gensvc_fb FROM users WHERE id = ? AND @gensvc_won = 1 FOR UPDATE`,
       `UPDATE users SET subscription_tokens = subscription_tokens - @gensvc_fs, bonus_tokens = bonus_tokens - @gensvc_fb,
          held_tokens = CASE WHEN held_tokens >= ? THEN held_tokens - ? ELSE 0 END,
          tokens_used_this_period = tokens_used_this_period + @gensvc_fs + @gensvc_fb WHERE id = ? AND @gensvc_won = 1`,
+      // The row is locked since the SELECT, so the balances after are the ones read minus the charge.
       `INSERT INTO token_ledger (${LEDGER_COLUMNS})
-         SELECT id, -(@gensvc_fs + @gensvc_fb), 'generation', ?, subscription_tokens, bonus_tokens, NULL, ? FROM users
-         WHERE id = ? AND @gensvc_won = 1 AND @gensvc_fs + @gensvc_fb > 0`,
+         SELECT ?, -(@gensvc_fs + @gensvc_fb), 'generation', ?, @gensvc_s - @gensvc_fs, @gensvc_b - @gensvc_fb, NULL, ? FROM DUAL
+         WHERE @gensvc_won = 1 AND @gensvc_fs + @gensvc_fb > 0`,
       'UPDATE generations SET tokens_spent = @gensvc_fs + @gensvc_fb WHERE id = ? AND @gensvc_won = 1 AND @gensvc_fs + @gensvc_fb <> ?',
-      `SELECT @gensvc_won AS won, @gensvc_fs + @gensvc_fb AS charged, subscription_tokens + bonus_tokens AS balance, ${ACTIVE_WEBHOOKS} AS webhooks
-         FROM users WHERE id = ?`,
+      `SELECT @gensvc_won AS won, @gensvc_fs + @gensvc_fb AS charged, @gensvc_s - @gensvc_fs + @gensvc_b - @gensvc_fb AS balance,
+         ${HAS_WEBHOOKS} AS webhooks`,
     ].join(';\n');
   }
 
@@ -166,16 +167,15 @@ export class GenerationStore {
       const sql = `START TRANSACTION;\n${this.completeSql};\n${this.mysqlCaptureSql};\nCOMMIT`;
       const results: BatchResult = await mysql.batch(sql, [
         ...values, id,
-        userId,
-        price, price,
+        price, price, price, userId,
         price, price, userId,
-        id, now, userId,
+        userId, id, now,
         id, price,
         userId,
       ]);
       const [outcome] = rowsAt(results, results.length - 2) as Array<{ won: unknown; charged: unknown; balance: unknown; webhooks: unknown }>;
       if (!outcome || Number(outcome.won) !== 1) return null;
-      return { charged: Number(outcome.charged), balance: Number(outcome.balance), activeWebhooks: Number(outcome.webhooks) };
+      return { charged: Number(outcome.charged), balance: Number(outcome.balance), hasWebhooks: Number(outcome.webhooks) === 1 };
     }
     return this.db.sqliteWrite((sqlite) => {
       if (sqlite.run(this.completeSql, [...values, id]).affected !== 1) return null;
@@ -190,8 +190,8 @@ export class GenerationStore {
         );
       }
       if (charged !== price) sqlite.run('UPDATE generations SET tokens_spent = ? WHERE id = ?', [charged, id]);
-      const [after] = sqlite.all<{ balance: number; webhooks: number }>(AFTER_CAPTURE_SQL, [userId]);
-      return { charged, balance: Number(after?.balance ?? 0), activeWebhooks: Number(after?.webhooks ?? 0) };
+      const [after] = sqlite.all<{ balance: number; webhooks: number }>(AFTER_CAPTURE_SQL, [userId, userId]);
+      return { charged, balance: Number(after?.balance ?? 0), hasWebhooks: Number(after?.webhooks) === 1 };
     });
   }
 }
