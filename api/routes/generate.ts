@@ -41,9 +41,11 @@ export function generateRoutes(): Router<AppState, AppCustom> {
     const body = parseBody(ctx, AnyObject);
     const request = await ctx.container.generations.prepare(caller.user.id, splitRequestBody(body));
     const { generations } = ctx.container;
+    const key = idempotencyKey(ctx);
     const options = {
-      idempotencyKey: idempotencyKey(ctx),
-      requestHash: crypto.createHash('sha256').update(JSON.stringify(body)).digest('hex'),
+      idempotencyKey: key,
+      // Only a keyed request can be replayed, so only its body needs telling apart from another.
+      requestHash: key === undefined ? undefined : crypto.createHash('sha256').update(JSON.stringify(body)).digest('hex'),
       source: 'api' as const,
     };
 
@@ -96,8 +98,9 @@ export function generateRoutes(): Router<AppState, AppCustom> {
       return;
     }
 
-    const disconnected = new AbortController();
-    const accepted = await generations.start(caller, request, { ...options, signal: disconnected.signal });
+    // A synchronous generation runs to its end even if the client goes away: it is charged only
+    // when it completes, and its result stays in history.
+    const accepted = await generations.start(caller, request, options);
     if (accepted.limits) setRateLimitHeaders(ctx, accepted.limits);
     ctx.status = 200;
     // Unless this request charged it, the balance is as authentication read it moments ago.

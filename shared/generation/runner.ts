@@ -78,18 +78,34 @@ export class GenerationRunner {
    */
   private readonly running = new Map<number, AbortController>();
 
-  private track(generationId: number): AbortController {
+  /**
+   * The signal of one provider run of a generation: aborted by its deadline, by `outer` (a job's
+   * timeout, a client gone), or by the generation ending meanwhile. One controller and a timer:
+   * AbortSignal.timeout plus AbortSignal.any cost several objects and listeners per run.
+   */
+  private runSignal(generationId: number, timeoutMs: number, outer?: AbortSignal): { signal: AbortSignal; done: () => void } {
     const controller = new AbortController();
     this.running.set(generationId, controller);
-    return controller;
+    const timer = setTimeout(() => controller.abort(new DOMException('The operation timed out', 'TimeoutError')), timeoutMs);
+    const onOuter = (): void => controller.abort(outer?.reason);
+    if (outer?.aborted) onOuter();
+    else outer?.addEventListener('abort', onOuter, { once: true });
+    return {
+      signal: controller.signal,
+      done: () => {
+        clearTimeout(timer);
+        outer?.removeEventListener('abort', onOuter);
+        if (this.running.get(generationId) === controller) this.running.delete(generationId);
+      },
+    };
   }
 
-  private untrack(generationId: number, controller: AbortController): void {
-    if (this.running.get(generationId) === controller) this.running.delete(generationId);
+  /** Stops the provider call of a generation that ended while it ran (cancelled), here. */
+  private stopRun(generationId: number): void {
+    this.running.get(generationId)?.abort(new Error('The generation ended while its provider call ran'));
   }
 
   private notify(generation: Generation, facts: EndFacts = UNKNOWN): void {
-    this.running.get(generation.id)?.abort(new Error('The generation ended while its provider call ran'));
     for (const listener of this.endListeners) {
       try {
         listener(generation, facts);
@@ -175,7 +191,10 @@ export class GenerationRunner {
       await releaseHold(em, row.userId, row.price);
       return em.getRepository(Generation).findOneByOrFail({ id: generationId });
     });
-    if (ended) this.notify(ended);
+    if (ended) {
+      this.stopRun(generationId);
+      this.notify(ended);
+    }
     return ended;
   }
 
@@ -184,13 +203,11 @@ export class GenerationRunner {
    * once. Returns the row as it ended (or as it stands, if something else ended it first).
    */
   async runSync(generation: Generation, model: CatalogModel, signal?: AbortSignal): Promise<Ended> {
-    const deadline = AbortSignal.timeout(model.timeoutSeconds * 1000);
-    const ended = this.track(generation.id);
-    const combined = AbortSignal.any(signal ? [deadline, signal, ended.signal] : [deadline, ended.signal]);
+    const run = this.runSignal(generation.id, model.timeoutSeconds * 1000, signal);
     try {
-      return await this.runSyncAttempts(generation, model, combined);
+      return await this.runSyncAttempts(generation, model, run.signal);
     } finally {
-      this.untrack(generation.id, ended);
+      run.done();
     }
   }
 
@@ -230,8 +247,8 @@ export class GenerationRunner {
    * generation fails uncharged: nobody received it whole.
    */
   async *streamText(generation: Generation, model: CatalogModel, signal: AbortSignal): AsyncGenerator<string, Generation> {
-    const deadline = AbortSignal.timeout(model.timeoutSeconds * 1000);
-    const combined = AbortSignal.any([deadline, signal]);
+    const run = this.runSignal(generation.id, model.timeoutSeconds * 1000, signal);
+    const combined = run.signal;
     const input = await readInput(generation, this.storage);
     const candidate = this.calls.candidates(model)[0];
     let content = '';
@@ -278,9 +295,10 @@ export class GenerationRunner {
       await this.fail(generation.id, failureMessage(error, combined));
       if (!(error instanceof ProviderError) && !combined.aborted) this.log.error({ err: error, generationId: generation.id }, 'stream failed');
     } finally {
+      run.done();
       await release?.();
     }
-    return this.db.repo(Generation).findOneByOrFail({ id: generation.id });
+    return this.reload(generation.id);
   }
 
   /**
@@ -297,9 +315,8 @@ export class GenerationRunner {
       await this.fail(generationId, 'This model is no longer offered');
       return null;
     }
-    const deadline = AbortSignal.timeout(model.timeoutSeconds * 1000);
-    const ended = this.track(generationId);
-    const signal = AbortSignal.any([deadline, context.signal, ended.signal]);
+    const run = this.runSignal(generationId, model.timeoutSeconds * 1000, context.signal);
+    const signal = run.signal;
     let lastProgress = 0;
     const heartbeat = setInterval(() => {
       void this.db
@@ -308,7 +325,7 @@ export class GenerationRunner {
         )
         .then((renewed) => {
           // Ended by another process (cancelled through another web process): stop the call.
-          if (renewed.affected === 0) ended.abort(new Error('The generation ended while its provider call ran'));
+          if (renewed.affected === 0) this.stopRun(generationId);
         })
         .catch(() => undefined);
     }, LEASE_RENEW_MS);
@@ -355,7 +372,7 @@ export class GenerationRunner {
       return null;
     } finally {
       clearInterval(heartbeat);
-      this.untrack(generationId, ended);
+      run.done();
     }
   }
 
