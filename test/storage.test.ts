@@ -36,3 +36,13 @@ it('makes the directory again if it was removed after the first file', async () 
   await storage.delete(second.key);
   expect(await storage.stat(second.key)).toBeNull();
 });
+
+it('writes large and empty files whole', async () => {
+  const storage = new LocalDiskStorage(root);
+  const big = Buffer.alloc(5 * 1024 * 1024 + 3);
+  for (let i = 0; i < big.length; i += 4096) big[i] = i % 251;
+  const stored = await storage.put('results', big, 'video/mp4', 'mp4');
+  expect((await storage.readAll(stored.key)).equals(big)).toBe(true);
+  const empty = await storage.put('results', Buffer.alloc(0), 'text/plain', 'txt');
+  expect(await storage.stat(empty.key)).toEqual({ size: 0, contentType: 'text/plain; charset=utf-8' });
+});
