@@ -7,6 +7,7 @@
  *   npm run bench                 # default 8 s per measurement
  *   BENCH_SECONDS=20 npm run bench
  */
+import { spawn } from 'node:child_process';
 import http from 'node:http';
 import path from 'node:path';
 import autocannon from 'autocannon';
@@ -16,6 +17,7 @@ import { loadConfig } from '../shared/config';
 import { buildContainer, Container } from '../shared/container';
 import { Generation } from '../shared/db/entities';
 import { startWorker } from '../shared/jobs/worker';
+import type { Stoppable } from '../shared/lifecycle';
 import { FakeProvider } from '../test/helpers/fake-provider';
 import { freshStores } from '../test/helpers/stores';
 import { benchLocal } from './local';
@@ -108,12 +110,40 @@ async function ceiling(sample: object): Promise<LoadResult> {
   }
 }
 
+/**
+ * The `worker` role in a process of its own (test/helpers/worker-process.ts: the real worker with
+ * the instant fake provider), as the Procfile deploys it beside `web` on MySQL + Redis.
+ */
+async function workerProcess(env: Record<string, string>): Promise<Stoppable> {
+  const child = spawn(process.execPath, ['-r', '@swc-node/register', path.join(__dirname, '..', 'test', 'helpers', 'worker-process.ts')], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  await new Promise<void>((resolve, reject) => {
+    child.stdout?.on('data', (chunk: Buffer) => {
+      if (chunk.toString().includes('worker-ready')) resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`the worker process exited (${code}) before it was ready`)));
+  });
+  return {
+    name: 'worker process',
+    async stop() {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
 async function benchStores(label: string, env: Record<string, string>): Promise<void> {
-  const stores = await freshStores(env.DATABASE_URL ? 'mysql-redis' : 'embedded', env);
-  const config = loadConfig({ ...stores.env, CATALOG_PATH: catalog, LOG_LEVEL: 'error' });
+  const split = Boolean(env.DATABASE_URL);
+  const stores = await freshStores(split ? 'mysql-redis' : 'embedded', env);
+  const processEnv = { ...stores.env, CATALOG_PATH: catalog, LOG_LEVEL: 'error' };
+  const config = loadConfig(processEnv);
   const fake = new FakeProvider('fake');
-  const container = await buildContainer(config, { migrate: true, providers: [fake.adapter()], processesJobs: true });
-  const worker = await startWorker(container);
+  // Embedded: every role in this process. MySQL + Redis: this process is `web`, the worker its own.
+  const container = await buildContainer(config, { migrate: true, providers: [fake.adapter()], processesJobs: !split });
+  const worker = split ? await workerProcess(processEnv) : await startWorker(container);
   const { server, url } = await listen(createApp(container).callback());
   try {
     const token = await eliteToken(container);
@@ -144,7 +174,7 @@ async function main(): Promise<void> {
   await benchStores('embedded (SQLite + in-process queue)', {});
   const databaseUrl = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL;
   const redisUrl = process.env.BENCH_REDIS_URL ?? process.env.TEST_REDIS_URL;
-  if (databaseUrl && redisUrl) await benchStores('MySQL + Redis (bee-queue)', { DATABASE_URL: databaseUrl, REDIS_URL: redisUrl });
+  if (databaseUrl && redisUrl) await benchStores('MySQL + Redis (bee-queue; this process is web, the worker runs in its own)', { DATABASE_URL: databaseUrl, REDIS_URL: redisUrl });
   else console.log('\n(set BENCH_DATABASE_URL and BENCH_REDIS_URL to measure MySQL + Redis too)');
   if (process.env.BENCH_LOCAL !== '0') await benchLocal();
 }
