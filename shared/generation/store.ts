@@ -78,9 +78,10 @@ export class GenerationStore {
     this.mysqlCaptureSql = [
       'SET @gensvc_won := ROW_COUNT(), @gensvc_s := 0, @gensvc_b := 0, @gensvc_fs := 0, @gensvc_fb := 0',
       // Each expression reads only the row, never a variable this statement assigns.
+      // INTO after the locking clause: the position MySQL 8 prefers and MariaDB accepts.
       `SELECT subscription_tokens, bonus_tokens, LEAST(?, GREATEST(subscription_tokens, 0)),
          LEAST(? - LEAST(?, GREATEST(subscription_tokens, 0)), GREATEST(bonus_tokens, 0))
-         INTO @gensvc_s, @gensvc_b, @gensvc_fs, @gensvc_fb FROM users WHERE id = ? AND @gensvc_won = 1 FOR UPDATE`,
+         FROM users WHERE id = ? AND @gensvc_won = 1 FOR UPDATE INTO @gensvc_s, @gensvc_b, @gensvc_fs, @gensvc_fb`,
       `UPDATE users SET subscription_tokens = subscription_tokens - @gensvc_fs, bonus_tokens = bonus_tokens - @gensvc_fb,
          held_tokens = CASE WHEN held_tokens >= ? THEN held_tokens - ? ELSE 0 END,
          tokens_used_this_period = tokens_used_this_period + @gensvc_fs + @gensvc_fb WHERE id = ? AND @gensvc_won = 1`,
