@@ -376,12 +376,14 @@ export class GenerationRunner {
     }
   }
 
-  private reload(generationId: number): Promise<Generation> {
-    return this.db.repo(Generation).findOneByOrFail({ id: generationId });
+  private async reload(generationId: number): Promise<Generation> {
+    const generation = await this.store.find(generationId);
+    if (!generation) throw new Error(`generation ${generationId} is gone`);
+    return generation;
   }
 
   private async isEnded(generationId: number): Promise<boolean> {
-    const row = await this.db.repo(Generation).findOneBy({ id: generationId });
+    const row = await this.store.find(generationId);
     return !row || row.status !== 'pending';
   }
 
