@@ -278,7 +278,7 @@ embeddedOnly('npm start with LLM_MODEL_PATH (child process)', () => {
           .catch(() => []);
       }
       expect(slugs).toContain('local-llm');
-      expect(proc.output()).toMatch(/"msg":"local GGUF model loaded: local-llm is offered"/);
+      expect(await proc.waitForOutput(/"msg":"local GGUF model loaded: local-llm is offered"/)).toMatch(/"msg":"local GGUF model loaded: local-llm is offered"/);
 
       const login = await fetch(`${base}/api/v2/auth/login`, {
         method: 'POST',

@@ -13,6 +13,8 @@ export interface ChildRun {
   kill: (signal?: NodeJS.Signals) => void;
   /** Everything written to stdout and stderr so far. */
   output: () => string;
+  /** Resolves with the output once it matches `pattern` (the child's log lines arrive through a pipe, a little after the fact). */
+  waitForOutput: (pattern: RegExp, timeoutMs?: number) => Promise<string>;
 }
 
 /** `node -r @swc-node/register <args…>` in the repository root. */
@@ -26,7 +28,12 @@ export function runNode(args: string[], env: Record<string, string> = {}): Child
   child.stdout.on('data', (c: Buffer) => (output += c.toString()));
   child.stderr.on('data', (c: Buffer) => (output += c.toString()));
   const exit = new Promise<{ code: number | null; output: string }>((resolve) => child.on('exit', (code) => resolve({ code, output })));
-  return { exit, kill: (signal = 'SIGTERM') => child.kill(signal), output: () => output };
+  const waitForOutput = async (pattern: RegExp, timeoutMs = 10_000): Promise<string> => {
+    const deadline = Date.now() + timeoutMs;
+    while (!pattern.test(output) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    return output;
+  };
+  return { exit, kill: (signal = 'SIGTERM') => child.kill(signal), output: () => output, waitForOutput };
 }
 
 /** One of the project's entry points (`main.ts`, `bot/main.ts`, …). */
