@@ -1,8 +1,10 @@
 /**
- * The two writes every generation makes, in plain SQL (db/raw.ts) because they run once per
- * request: accepting (hold the price and insert the pending row) and completing (pending →
- * completed, capture the hold with its ledger row, read the balance). Each is one transaction:
- * one round trip on MySQL, a few synchronous statements on SQLite.
+ * The statements every generation runs, in plain SQL (db/raw.ts) because they run once or more
+ * per request: accepting (hold the price and insert the pending row), a worker's claim (take
+ * the lease, read the row), completing (pending → completed, capture the hold with its ledger
+ * row, read the balance) and reading a row. Each write is one transaction: one round trip on
+ * MySQL (a multi-statement batch whose session variables, @gensvc_*, are set before they are
+ * read), a few synchronous statements on SQLite.
  */
 import type { Database } from '../db/database';
 import { Generation } from '../db/entities';
@@ -50,7 +52,7 @@ const AFTER_CAPTURE_SQL = `SELECT subscription_tokens + bonus_tokens AS balance,
 const CLAIM_SQL = `UPDATE generations SET lease_until = ?, attempts = attempts + 1, started_at = COALESCE(started_at, ?), updated_at = ?
   WHERE id = ? AND status = 'pending' AND (lease_until IS NULL OR lease_until < ?)`;
 
-/** MySQL session variables of the batches below; each batch sets them before reading them. */
+/** A free generation holds nothing: the insert goes ahead as if a hold had succeeded. */
 const FREE_OF_CHARGE = 'SET @gensvc_held := 1';
 
 export class GenerationStore {
