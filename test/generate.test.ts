@@ -438,6 +438,35 @@ describe('streaming', () => {
     expect(row).toMatchObject({ status: 'failed', tokensSpent: 0 });
     expect(await balance(user)).toMatchObject({ token_balance: 50, held_tokens: 0 });
   });
+
+  it('stops a stream that is cancelled, uncharged, and ends it with the cancellation', async () => {
+    const user = await registerUser(t.app);
+    fake.reply = Array.from({ length: 400 }, (_, i) => `w${i}`).join(' ');
+    const address = t.app.server.address();
+    if (!address || typeof address === 'string') throw new Error('no address');
+    const response = await fetch(`http://127.0.0.1:${address.port}/api/v2/generate`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${user.accessToken}` },
+      body: JSON.stringify({ model: 'fake-text', prompt: 'long', stream: true }),
+    });
+    const reader = response.body!.getReader();
+    const first = new TextDecoder().decode((await reader.read()).value);
+    const id = /"id":"(gen_\d+)"/.exec(first)?.[1];
+    expect(id).toBeDefined();
+    const cancel = await t.app.http().post(`/api/v2/generate/${id}/cancel`).set(...auth(user));
+    expect(cancel.body).toMatchObject({ status: 'failed', error: 'Cancelled' });
+    let text = first;
+    for (;;) {
+      const chunk = await reader.read();
+      if (chunk.done) break;
+      text += new TextDecoder().decode(chunk.value);
+    }
+    // The provider call stopped: the client got only part of the 400 words.
+    const events = parseEvents(text);
+    expect(events.filter((e) => e.event === 'content_delta').length).toBeLessThan(400);
+    expect(events.at(-1)).toMatchObject({ event: 'generation_end', data: { status: 'failed', tokens_used: 0, error: 'Cancelled' } });
+    expect(await balance(user)).toMatchObject({ token_balance: 50, held_tokens: 0 });
+  });
 });
 
 describe('models', () => {

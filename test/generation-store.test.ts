@@ -113,11 +113,17 @@ describe('entity rows', () => {
 });
 
 describe('hold and insert', () => {
-  it('changes nothing when the balance cannot cover the price', async () => {
+  it('changes nothing when the balance cannot cover the price, on any pooled connection', async () => {
+    const store = t.app.container.generationStore;
+    // Every pooled connection first runs a hold that succeeds (its session says "held")...
+    const rich = await userOnPlan(t.app, 'vip');
+    const held = await Promise.all(Array.from({ length: 30 }, () => store.insertHeld(pendingRow(rich.id, 1), null)));
+    expect(held.every((h) => h.held)).toBe(true);
+    // ...and then one that cannot: nothing of the earlier batch may carry over.
     const user = await userOnPlan(t.app, 'free');
     const before = await userRow(user.id);
-    const result = await t.app.container.generationStore.insertHeld(pendingRow(user.id, before.subscriptionTokens + 1), null);
-    expect(result).toEqual({ held: false });
+    const results = await Promise.all(Array.from({ length: 30 }, () => store.insertHeld(pendingRow(user.id, before.subscriptionTokens + 1), null)));
+    expect(results.every((r) => !r.held)).toBe(true);
     expect(await userRow(user.id)).toEqual(before);
     expect(await t.app.container.db.repo(Generation).countBy({ userId: user.id })).toBe(0);
   });
@@ -148,6 +154,10 @@ describe('hold and insert', () => {
     const store = t.app.container.generationStore;
     const old = await store.insertHeld(pendingRow(user.id, 1, 'reused'), null);
     if (!old.held) throw new Error('not held');
+    // Refused for the balance: the old row keeps its key.
+    const refused = await store.insertHeld(pendingRow(user.id, 10_000, 'reused'), old.id);
+    expect(refused.held).toBe(false);
+    expect((await t.app.container.db.repo(Generation).findOneByOrFail({ id: old.id })).idempotencyKey).toBe('reused');
     const again = await store.insertHeld(pendingRow(user.id, 1, 'reused'), old.id);
     expect(again.held).toBe(true);
     expect((await t.app.container.db.repo(Generation).findOneByOrFail({ id: old.id })).idempotencyKey).toBeNull();

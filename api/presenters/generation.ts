@@ -116,8 +116,9 @@ export function presentHistoryItem(generation: Generation, catalog: Catalog, pub
 }
 
 /**
- * A generation with its owner's current balance (`balance_remaining`), as every generation
- * endpoint answers; `knownBalance` when the request has just read it (a charge returns it).
+ * A generation with its owner's balance (`balance_remaining`), as every generation endpoint
+ * answers: read now, or `knownBalance` when this request has just read it (the capture returns
+ * the balance after its charge; authentication read it at the start of the request).
  */
 export async function presentWithBalance(container: Container, generation: Generation, shape: IdShape, knownBalance?: number | null) {
   const balance = knownBalance ?? (await container.users.balanceOf(generation.userId));

@@ -96,9 +96,11 @@ export class MysqlRaw {
   /**
    * Sends `sql` (several statements, usually `START TRANSACTION; ...; COMMIT`) in one round trip.
    * If a statement fails, the rest do not run and the open transaction is rolled back before the
-   * connection goes back to the pool; a deadlock victim (rolled back by the server) is retried.
+   * connection goes back to the pool. A transaction that lost a deadlock or a lock wait is run
+   * again; a batch that is not one transaction is not (its first statements may have committed).
    */
   async batch(sql: string, params: Params): Promise<BatchResult> {
+    const retriable = sql.startsWith('START TRANSACTION');
     for (let attempt = 1; ; attempt++) {
       const connection = await this.connection();
       try {
@@ -111,7 +113,7 @@ export class MysqlRaw {
           () => connection.destroy(),
         );
         const code = (error as { code?: string }).code;
-        if (attempt >= 5 || !code || !RETRIED_CODES.has(code)) throw error;
+        if (!retriable || attempt >= 5 || !code || !RETRIED_CODES.has(code)) throw error;
         await new Promise((resolve) => setTimeout(resolve, 5 * attempt + Math.random() * 20));
       }
     }

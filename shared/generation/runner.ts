@@ -87,6 +87,8 @@ export class GenerationRunner {
     const controller = new AbortController();
     this.running.set(generationId, controller);
     const timer = setTimeout(() => controller.abort(new DOMException('The operation timed out', 'TimeoutError')), timeoutMs);
+    // Like AbortSignal.timeout's, the deadline alone does not keep a process alive.
+    timer.unref();
     const onOuter = (): void => controller.abort(outer?.reason);
     if (outer?.aborted) onOuter();
     else outer?.addEventListener('abort', onOuter, { once: true });
@@ -249,12 +251,12 @@ export class GenerationRunner {
   async *streamText(generation: Generation, model: CatalogModel, signal: AbortSignal): AsyncGenerator<string, Generation> {
     const run = this.runSignal(generation.id, model.timeoutSeconds * 1000, signal);
     const combined = run.signal;
-    const input = await readInput(generation, this.storage);
     const candidate = this.calls.candidates(model)[0];
     let content = '';
     let usage: Usage | null = null;
     let release: ReleaseSlot | null = null;
     try {
+      const input = await readInput(generation, this.storage);
       if (!candidate?.adapter.text) throw new ProviderError('unavailable', `no provider is configured for ${model.slug}`);
       release = await this.calls.slotOf(candidate.adapter.name, model.timeoutSeconds * 1000, combined).catch((error: unknown) => {
         throw error instanceof ProviderBusyError ? new ProviderError('rate_limited', 'The provider is busy; try again shortly') : error;

@@ -112,9 +112,10 @@ export class GenerationStore {
     const params = [leaseUntil, now, now, id, now];
     const mysql = this.db.mysql;
     if (mysql) {
-      const results = await mysql.batch(`${CLAIM_SQL};\n${this.findSql}`, [...params, id]);
-      const [row] = rowsAt(results, 1);
-      return writeAt(results, 0).affected === 1 && row ? this.rows.hydrate(row) : null;
+      // One transaction: the row read is the one claimed (a cancel cannot slip in between).
+      const results = await mysql.batch(`START TRANSACTION;\n${CLAIM_SQL};\n${this.findSql};\nCOMMIT`, [...params, id]);
+      const [row] = rowsAt(results, 2);
+      return writeAt(results, 1).affected === 1 && row ? this.rows.hydrate(row) : null;
     }
     return this.db.sqliteWrite((sqlite) => {
       if (sqlite.run(CLAIM_SQL, params).affected !== 1) return null;
@@ -134,15 +135,15 @@ export class GenerationStore {
     if (mysql) {
       const statements = ['START TRANSACTION'];
       const params: unknown[] = [];
-      if (staleKeyRow !== null) {
-        statements.push('UPDATE generations SET idempotency_key = NULL WHERE id = ?');
-        params.push(staleKeyRow);
-      }
       if (price > 0) {
         statements.push(HOLD_SQL, 'SET @gensvc_held := ROW_COUNT()');
         params.push(price, row.userId, price);
       } else {
         statements.push(FREE_OF_CHARGE);
+      }
+      if (staleKeyRow !== null) {
+        statements.push('UPDATE generations SET idempotency_key = NULL WHERE id = ? AND @gensvc_held = 1');
+        params.push(staleKeyRow);
       }
       statements.push(this.insertSql, 'COMMIT');
       params.push(...values);
@@ -151,8 +152,8 @@ export class GenerationStore {
       return inserted.affected === 1 ? { held: true, id: inserted.insertId } : { held: false };
     }
     return this.db.sqliteWrite((sqlite) => {
-      if (staleKeyRow !== null) sqlite.run('UPDATE generations SET idempotency_key = NULL WHERE id = ?', [staleKeyRow]);
       if (price > 0 && sqlite.run(HOLD_SQL, [price, row.userId, price]).affected !== 1) return { held: false } as const;
+      if (staleKeyRow !== null) sqlite.run('UPDATE generations SET idempotency_key = NULL WHERE id = ?', [staleKeyRow]);
       return { held: true, id: sqlite.run(this.insertSql, values).insertId } as const;
     });
   }
