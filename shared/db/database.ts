@@ -7,7 +7,7 @@
 import { DataSource, EntityManager, EntityTarget, ObjectLiteral, Repository } from 'typeorm';
 import type { Pool } from 'mysql2';
 import { Dialect, dialectOf } from './data-source';
-import { MysqlRaw, Params, SqliteConnection, SqliteRaw, WriteResult } from './raw';
+import { MysqlRaw, Params, SqliteConnection, SqliteRaw } from './raw';
 
 /** A datetime from a raw query: mysql2 gives a Date; SQLite gives UTC text without a zone. */
 export function parseDbDate(value: string | Date): Date {
@@ -34,12 +34,6 @@ export class Database {
     if (this.mysql) return this.mysql.query<T>(sql, params);
     if (this.sqlite) return this.sqlite.all<T>(sql, params);
     return (await this.source.query(sql, [...params])) as T[];
-  }
-
-  /** One plain-SQL write statement: autocommitted on MySQL, queued like any write on SQLite. */
-  write(sql: string, params: Params = []): Promise<WriteResult> {
-    if (this.mysql) return this.mysql.run(sql, params);
-    return this.sqliteWrite((sqlite) => sqlite.run(sql, params));
   }
 
   /**

@@ -87,12 +87,6 @@ export class MysqlRaw {
     });
   }
 
-  run(sql: string, params: Params = []): Promise<WriteResult> {
-    return new Promise((resolve, reject) => {
-      this.pool.query(options(sql, params), (error, result) => (error ? reject(error) : resolve(writeResult(result))));
-    });
-  }
-
   /**
    * Sends `sql` (several statements, usually `START TRANSACTION; ...; COMMIT`) in one round trip.
    * If a statement fails, the rest do not run and the open transaction is rolled back before the
