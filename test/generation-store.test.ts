@@ -6,7 +6,7 @@
 import path from 'node:path';
 import { ApiKey, Generation, LedgerEntry, User, Webhook } from '../shared/db/entities';
 import { EntityRows } from '../shared/db/rows';
-import type { CompletionSet } from '../shared/generation/store';
+import { CompletionSet, pendingGeneration } from '../shared/generation/store';
 import { useTestApp } from './helpers/app';
 import { FakeProvider } from './helpers/fake-provider';
 import { userOnPlan } from './helpers/users';
@@ -15,43 +15,22 @@ const fake = new FakeProvider('fake');
 const t = useTestApp({ CATALOG_PATH: path.join(__dirname, 'fixtures/catalog.json') }, { providers: [fake.adapter()] });
 
 function pendingRow(userId: number, price: number, idempotencyKey: string | null = null): Generation {
-  const now = t.app.clock.now();
-  return Object.assign(new Generation(), {
+  return pendingGeneration({
     userId,
     modelSlug: 'fake-text',
     category: 'text',
-    provider: null,
-    status: 'pending',
     source: 'api',
     prompt: 'p',
     input: '{}',
     price,
-    tokensSpent: 0,
-    resultText: null,
-    resultKey: null,
-    thumbnailKey: null,
-    resultMetadata: null,
-    usage: null,
-    error: null,
-    progress: 0,
     seed: null,
     etaSeconds: null,
-    processingMs: null,
-    attempts: 0,
-    leaseUntil: null,
-    upstreamRef: null,
-    isFavorited: false,
-    userRating: null,
-    hiddenAt: null,
     idempotencyKey,
     requestHash: null,
     scheduleId: null,
     assistantId: null,
-    createdAt: now,
-    startedAt: null,
-    completedAt: null,
-    updatedAt: now,
-  } satisfies Omit<Generation, 'id' | 'user'>);
+    createdAt: t.app.clock.now(),
+  });
 }
 
 function completion(price: number): CompletionSet {

@@ -26,7 +26,7 @@ const URL_PARAMS = ['image_url', 'audio_url', 'target_image_url', 'mask_url'];
 import { CANCELLED, GenerationRunner } from './runner';
 import { serializeInput } from './stored-input';
 import { isDuplicateKey } from '../db/errors';
-import type { GenerationStore, HeldInsert } from './store';
+import { GenerationStore, HeldInsert, pendingGeneration } from './store';
 
 export interface GenerationCaller {
   user: User;
@@ -183,42 +183,22 @@ export class Generations {
       throw error;
     }
     const storedInput = await serializeInput(input, this.storage);
-    const row = Object.assign(new Generation(), {
+    const row = pendingGeneration({
       userId,
       modelSlug: model.slug,
       category: model.category,
-      provider: null,
-      status: 'pending',
       source: options.source,
       prompt: (input.prompt ?? '').slice(0, PROMPT_HISTORY_LENGTH),
       input: storedInput,
       price,
-      tokensSpent: 0,
-      resultText: null,
-      resultKey: null,
-      thumbnailKey: null,
-      resultMetadata: null,
-      usage: null,
-      error: null,
-      progress: 0,
       seed: typeof input.params.seed === 'number' ? input.params.seed : null,
       etaSeconds: model.sync ? null : model.etaSeconds,
-      processingMs: null,
-      attempts: 0,
-      leaseUntil: null,
-      upstreamRef: null,
-      isFavorited: false,
-      userRating: null,
-      hiddenAt: null,
       idempotencyKey: options.idempotencyKey ?? null,
       requestHash: options.requestHash ?? null,
       scheduleId: options.scheduleId ?? null,
       assistantId: request.assistant_id ?? null,
       createdAt: now,
-      startedAt: null,
-      completedAt: null,
-      updatedAt: now,
-    } satisfies Omit<Generation, 'id' | 'user'>);
+    });
     let held: HeldInsert;
     try {
       held = await this.store.insertHeld(row, staleKeyRow);

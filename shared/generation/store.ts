@@ -31,6 +31,39 @@ export const COMPLETION_FIELDS = [
 ] as const satisfies ReadonlyArray<keyof Generation>;
 export type CompletionSet = Pick<Generation, (typeof COMPLETION_FIELDS)[number]>;
 
+/** What a new generation is made of; everything else starts empty (`pendingGeneration`). */
+export type NewGeneration = Pick<
+  Generation,
+  'userId' | 'modelSlug' | 'category' | 'source' | 'prompt' | 'input' | 'price' | 'seed' | 'etaSeconds' | 'idempotencyKey' | 'requestHash' | 'scheduleId' | 'assistantId' | 'createdAt'
+>;
+
+/** A row as it is born: pending, its price held, nothing charged, run or rated yet. */
+export function pendingGeneration(fields: NewGeneration): Generation {
+  return Object.assign(new Generation(), {
+    ...fields,
+    provider: null,
+    status: 'pending',
+    tokensSpent: 0,
+    resultText: null,
+    resultKey: null,
+    thumbnailKey: null,
+    resultMetadata: null,
+    usage: null,
+    error: null,
+    progress: 0,
+    processingMs: null,
+    attempts: 0,
+    leaseUntil: null,
+    upstreamRef: null,
+    isFavorited: false,
+    userRating: null,
+    hiddenAt: null,
+    startedAt: null,
+    completedAt: null,
+    updatedAt: fields.createdAt,
+  } satisfies Omit<Generation, 'id' | 'user'>);
+}
+
 export type HeldInsert = { held: true; id: number } | { held: false };
 
 export interface Captured {
