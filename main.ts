@@ -10,9 +10,10 @@ import { startWorker } from './shared/jobs/worker';
 import { localEngines, missingLocalTools } from './shared/providers/local';
 import { runProcess } from './shared/lifecycle';
 import { ClockRunner } from './shared/schedules/clock-runner';
+import { migrations } from './migrations';
 
 void runProcess('all', process.env, async (config, log) => {
-  const container = await buildContainer(config, { migrate: true, log, processesJobs: true });
+  const container = await buildContainer(config, { migrate: migrations, log, processesJobs: true });
   log.info(
     { database: config.database.kind, redis: config.redisUrl ? 'configured' : 'none', dataDir: config.dataDir },
     'stores open',

@@ -10,6 +10,7 @@ import { loadConfig } from '../shared/config';
 import { buildContainer } from '../shared/container';
 import { FakeProvider } from '../test/helpers/fake-provider';
 import { freshStores } from '../test/helpers/stores';
+import { migrations } from '../migrations';
 
 async function main(): Promise<void> {
   const env: Record<string, string> = {};
@@ -17,7 +18,7 @@ async function main(): Promise<void> {
   if (process.env.BENCH_REDIS_URL) env.REDIS_URL = process.env.BENCH_REDIS_URL;
   const stores = await freshStores(env.DATABASE_URL ? 'mysql-redis' : 'embedded', env);
   const config = loadConfig({ ...stores.env, CATALOG_PATH: path.join(__dirname, '..', 'test', 'fixtures', 'catalog.json'), LOG_LEVEL: 'error' });
-  const container = await buildContainer(config, { migrate: true, providers: [new FakeProvider('fake').adapter()], processesJobs: false });
+  const container = await buildContainer(config, { migrate: migrations, providers: [new FakeProvider('fake').adapter()], processesJobs: false });
   const server = http.createServer(createApp(container).callback());
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
   const address = server.address();

@@ -21,6 +21,7 @@ import type { Stoppable } from '../shared/lifecycle';
 import { FakeProvider } from '../test/helpers/fake-provider';
 import { freshStores } from '../test/helpers/stores';
 import { benchLocal } from './local';
+import { migrations } from '../migrations';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 8);
 const catalog = path.join(__dirname, '..', 'test', 'fixtures', 'catalog.json');
@@ -142,7 +143,7 @@ async function benchStores(label: string, env: Record<string, string>): Promise<
   const config = loadConfig(processEnv);
   const fake = new FakeProvider('fake');
   // Embedded: every role in this process. MySQL + Redis: this process is `web`, the worker its own.
-  const container = await buildContainer(config, { migrate: true, providers: [fake.adapter()], processesJobs: !split });
+  const container = await buildContainer(config, { migrate: migrations, providers: [fake.adapter()], processesJobs: !split });
   const worker = split ? await workerProcess(processEnv) : await startWorker(container);
   const { server, url } = await listen(createApp(container).callback());
   try {

@@ -22,7 +22,7 @@ void runProcess('bot', process.env, async (config, log) => {
     process.exit(0);
   }
   const embedded = !config.redisUrl;
-  const container = await buildContainer(config, { migrate: false, log, processesJobs: embedded });
+  const container = await buildContainer(config, { log, processesJobs: embedded });
   const parts: Stoppable[] = [{ name: 'stores', stop: () => container.close() }];
   if (embedded) parts.push(await startWorker(container));
   parts.push(await startBot(container));

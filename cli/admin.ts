@@ -3,12 +3,13 @@ import { ADMIN_USAGE, runAdminCommand, UsageError } from '../shared/admin/comman
 import { ConfigError, loadConfig } from '../shared/config';
 import { buildContainer } from '../shared/container';
 import { createLogger } from '../shared/log';
+import { migrations } from '../migrations';
 
 async function main(): Promise<number> {
   const config = loadConfig(process.env);
   const container = await buildContainer(config, {
     // The embedded store is migrated by whoever opens it first; MySQL only by `release`.
-    migrate: config.database.kind === 'sqlite',
+    migrate: config.database.kind === 'sqlite' ? migrations : undefined,
     log: createLogger('warn', process.stderr),
   });
   try {

@@ -6,14 +6,15 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { createDataSource } from '../shared/db/data-source';
+import { migrations } from '../migrations';
 import { createMysqlDatabase, dropMysqlDatabase } from '../shared/db/mysql-admin';
 
 async function pendingQueries(kind: 'sqlite' | 'mysql', mysqlServer: string): Promise<{ up: string[]; down: string[] }> {
   let dbName: string | undefined;
   const ds =
     kind === 'sqlite'
-      ? await createDataSource({ kind: 'sqlite', file: ':memory:' })
-      : await createDataSource({ kind: 'mysql', url: (dbName = await createMysqlDatabase(mysqlServer, 'gensvc_gen')) });
+      ? await createDataSource({ kind: 'sqlite', file: ':memory:' }, migrations)
+      : await createDataSource({ kind: 'mysql', url: (dbName = await createMysqlDatabase(mysqlServer, 'gensvc_gen')) }, migrations);
   await ds.initialize();
   try {
     await ds.runMigrations();

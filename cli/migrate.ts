@@ -1,10 +1,12 @@
 /** Procfile `release`: brings the database schema up to date, then exits. */
 import { loadConfig, ConfigError } from '../shared/config';
-import { openDatabase } from '../shared/db/data-source';
+import { createDataSource } from '../shared/db/data-source';
+import { migrations } from '../migrations';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
-  const dataSource = await openDatabase(config.database, { migrate: false });
+  const dataSource = await createDataSource(config.database, migrations);
+  await dataSource.initialize();
   try {
     const applied = await dataSource.runMigrations({ transaction: 'each' });
     process.stdout.write(`${JSON.stringify({ migrated: applied.map((m) => m.name), database: config.database.kind })}\n`);

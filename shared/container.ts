@@ -39,7 +39,7 @@ import path from 'node:path';
 import { Clock, systemClock } from './clock';
 import type { Config } from './config';
 import { Database } from './db/database';
-import { openDatabase } from './db/data-source';
+import { Migrations, openDatabase } from './db/data-source';
 import { AuthLimiter, GenerationLimiter } from './limits';
 import { createLogger, Logger } from './log';
 import { LogMailer, Mailer, SmtpMailer } from './mail';
@@ -84,8 +84,8 @@ export interface Container {
 }
 
 export interface ContainerOptions {
-  /** Bring the schema up to date (embedded mode and the `release` role). */
-  migrate: boolean;
+  /** Bring the schema up to date with these first (embedded mode, tests); absent: `release` does. */
+  migrate?: Migrations;
   log?: Logger;
   clock?: Clock;
   mailer?: Mailer;

@@ -15,7 +15,7 @@ let dataSource: DataSource;
 beforeAll(async () => {
   stores = await freshStores();
   const config = loadConfig(stores.env);
-  dataSource = await openDatabase(config.database, { migrate: true });
+  dataSource = await openDatabase(config.database, { migrate: migrations });
 });
 
 afterAll(async () => {
@@ -65,7 +65,7 @@ describe('schema', () => {
   it('never synchronizes the schema from the entities', async () => {
     expect(dataSource.options.synchronize ?? false).toBe(false);
     expect(dataSource.options.migrationsRun ?? false).toBe(false);
-    const fresh = await createDataSource(loadConfig(stores.env).database);
+    const fresh = await createDataSource(loadConfig(stores.env).database, migrations);
     expect(fresh.options.synchronize ?? false).toBe(false);
     expect(fresh.options.dropSchema ?? false).toBe(false);
     expect(fresh.isInitialized).toBe(false);

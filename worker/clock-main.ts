@@ -5,7 +5,7 @@ import { ClockRunner } from '../shared/schedules/clock-runner';
 
 void runProcess('clock', process.env, async (config, log) => {
   if (!config.redisUrl) throw new Error('the clock role needs REDIS_URL (without it, `npm start` runs the clock in-process)');
-  const container = await buildContainer(config, { migrate: false, log });
+  const container = await buildContainer(config, { log });
   const clock = new ClockRunner(container.schedules, container.db, log, container.queue);
   await clock.start();
   return [{ name: 'stores', stop: () => container.close() }, clock];

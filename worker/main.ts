@@ -5,7 +5,7 @@ import { runProcess } from '../shared/lifecycle';
 
 void runProcess('worker', process.env, async (config, log) => {
   if (!config.redisUrl) throw new Error('the worker role needs REDIS_URL (without it, `npm start` runs jobs in-process)');
-  const container = await buildContainer(config, { migrate: false, log, processesJobs: true });
+  const container = await buildContainer(config, { log, processesJobs: true });
   const worker = await startWorker(container);
   log.info('worker ready');
   return [{ name: 'stores', stop: () => container.close() }, worker];

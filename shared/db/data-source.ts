@@ -6,12 +6,14 @@ import 'reflect-metadata';
 import fs from 'node:fs';
 import path from 'node:path';
 import mysql from 'mysql2/promise';
-import { DataSource } from 'typeorm';
+import { DataSource, MigrationInterface } from 'typeorm';
 import type { DatabaseConfig } from '../config';
 import { entities } from './entities';
-import { migrations } from '../../migrations';
 
 export type Dialect = 'sqlite' | 'mysql';
+
+/** The schema's migrations, in order: the caller passes them (shared/ never imports migrations/). */
+export type Migrations = ReadonlyArray<new () => MigrationInterface>;
 
 export function dialectOf(dataSource: DataSource): Dialect {
   return dataSource.options.type === 'better-sqlite3' ? 'sqlite' : 'mysql';
@@ -32,14 +34,14 @@ async function mysqlFlavour(url: string): Promise<'mysql' | 'mariadb'> {
   }
 }
 
-export async function createDataSource(database: DatabaseConfig): Promise<DataSource> {
+export async function createDataSource(database: DatabaseConfig, migrations: Migrations = []): Promise<DataSource> {
   if (database.kind === 'sqlite') {
     if (database.file !== ':memory:') fs.mkdirSync(path.dirname(database.file), { recursive: true });
     return new DataSource({
       type: 'better-sqlite3',
       database: database.file,
       entities,
-      migrations,
+      migrations: [...migrations],
       migrationsTableName: 'schema_migrations',
       // WAL lets readers and the one writer proceed together; the busy timeout covers the admin
       // command line writing while a server runs on the same file.
@@ -56,7 +58,7 @@ export async function createDataSource(database: DatabaseConfig): Promise<DataSo
     type: await mysqlFlavour(database.url),
     url: database.url,
     entities,
-    migrations,
+    migrations: [...migrations],
     migrationsTableName: 'schema_migrations',
     timezone: 'Z',
     charset: 'utf8mb4_unicode_ci',
@@ -117,9 +119,12 @@ function shareSqliteStatementCache(dataSource: DataSource): void {
   };
 }
 
-/** Opens the store; with `migrate`, brings the schema up to date first (embedded mode and `release`). */
-export async function openDatabase(database: DatabaseConfig, options: { migrate: boolean }): Promise<DataSource> {
-  const dataSource = await createDataSource(database);
+/**
+ * Opens the store. Given `migrate`, brings the schema up to date with them first (embedded mode,
+ * the `release` role and tests); without, the schema is the `release` role's business.
+ */
+export async function openDatabase(database: DatabaseConfig, options: { migrate?: Migrations } = {}): Promise<DataSource> {
+  const dataSource = await createDataSource(database, options.migrate);
   await dataSource.initialize();
   if (dialectOf(dataSource) === 'sqlite') shareSqliteStatementCache(dataSource);
   if (options.migrate) await dataSource.runMigrations({ transaction: 'each' });

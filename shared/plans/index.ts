@@ -5,8 +5,9 @@
 import fs from 'node:fs';
 import { z } from 'zod';
 
-export const PLAN_NAMES = ['free', 'basic', 'pro', 'vip', 'elite'] as const;
-export type PlanName = (typeof PLAN_NAMES)[number];
+import { PLAN_NAMES, PlanName } from '../db/entities/user';
+
+export { PLAN_NAMES, type PlanName };
 export const PlanNameSchema = z.enum(PLAN_NAMES);
 
 export interface Plan {

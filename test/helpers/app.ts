@@ -15,6 +15,7 @@ import type { ProviderAdapter } from '../../shared/providers/types';
 import { TestClock } from './clock';
 import { Mailbox } from './mailbox';
 import { freshStores, TestStores } from './stores';
+import { migrations } from '../../migrations';
 
 export interface TestApp {
   container: Container;
@@ -41,7 +42,7 @@ export async function startTestApp(env: Record<string, string> = {}, options: Te
   const clock = new TestClock();
   const mailbox = new Mailbox();
   const container = await buildContainer(config, {
-    migrate: true,
+    migrate: migrations,
     clock: clock.now,
     mailer: mailbox,
     providers: options.providers,

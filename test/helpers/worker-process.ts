@@ -11,7 +11,7 @@ async function main(): Promise<void> {
   const fake = new FakeProvider('fake');
   if (process.env.FAKE_FIRST === 'hang') fake.next({ kind: 'hang' });
   const config = loadConfig(process.env);
-  const container = await buildContainer(config, { migrate: false, providers: [fake.adapter()], processesJobs: true });
+  const container = await buildContainer(config, { providers: [fake.adapter()], processesJobs: true });
   await startWorker(container);
   process.stdout.write('worker-ready\n');
   // Report each provider call so the test knows the job is running.

@@ -1,6 +1,9 @@
 import { Entity, PrimaryGeneratedColumn } from 'typeorm';
 import { BoolColumn, IntColumn, StringColumn, TimestampColumn } from '../columns';
-import type { PlanName } from '../../plans';
+
+/** The plans an account can be on (their allowances and limits are product data: shared/plans). */
+export const PLAN_NAMES = ['free', 'basic', 'pro', 'vip', 'elite'] as const;
+export type PlanName = (typeof PLAN_NAMES)[number];
 
 /**
  * An account. The balance is two buckets: subscription tokens (reset to the plan's allowance at
