@@ -39,6 +39,7 @@ import path from 'node:path';
 import { Clock, systemClock } from './clock';
 import type { Config } from './config';
 import { Database } from './db/database';
+import { Billing } from './billing';
 import { Migrations, openDatabase } from './db/data-source';
 import { AuthLimiter, GenerationLimiter } from './limits';
 import { createLogger, Logger } from './log';
@@ -68,6 +69,8 @@ export interface Container {
   providers: ProviderRegistry;
   storage: Storage;
   queue: Queue;
+  /** Every movement of a balance (holds, captures, releases, grants). */
+  billing: Billing;
   /** The generation hot path's plain-SQL writes (hold + insert, completion + capture). */
   generationStore: GenerationStore;
   runner: GenerationRunner;
@@ -123,7 +126,8 @@ export async function buildContainer(config: Config, options: ContainerOptions):
   const fetchImpl = options.fetch ?? fetch;
 
   const accessTokens = new AccessTokens(resolveJwtSecret(config.jwtSecret, config.dataDir), clock);
-  const users = new Users(db, plans, clock);
+  const billing = new Billing(db);
+  const users = new Users(db, billing, plans, clock);
   const sessions = new Sessions(db, clock);
   const passwords = new PasswordAccounts(db, users, sessions, mailer, clock, config.publicBaseUrl, log);
   const messenger = new MessengerLogin(db, users, sessions, clock, config.telegram.botToken);
@@ -150,7 +154,7 @@ export async function buildContainer(config: Config, options: ContainerOptions):
   const slots: ProviderSlots = redis
     ? new RedisProviderSlots(redis, config.redisPrefix, config.providerConcurrency)
     : new LocalProviderSlots(config.providerConcurrency);
-  const store = new GenerationStore(db);
+  const store = new GenerationStore(db, billing);
   const runner = new GenerationRunner(db, store, catalog, providers, storage, inputs, clock, log, slots);
   const assistants = new Assistants(loadAssistants(config.productFiles.assistants), db, clock);
   const generations = new Generations(db, store, catalog, plans, generationLimiter, queue, runner, storage, inputs, assistants, clock, config.contentPolicyBlocklist, log);
@@ -159,7 +163,7 @@ export async function buildContainer(config: Config, options: ContainerOptions):
   if (config.telegram.botToken) watchBotGenerations(runner, queue, log);
   const webhooks = new Webhooks(db, new UrlFetcher({ allow: config.urlFetchAllow, maxBytes: 64 * 1024 }), queue, clock, config.publicBaseUrl, log);
   const schedules = new Schedules(db, generations, users, plans, queue, clock, log);
-  const maintenance = new Maintenance(db, users, plans, storage, clock, log);
+  const maintenance = new Maintenance(db, billing, users, plans, storage, clock, log);
   if (config.telegram.botToken) {
     // A Telegram user's schedule results arrive in their chat (private chat id = Telegram user id).
     const deliveries = new BotDeliveries({ db, clock });
@@ -195,6 +199,7 @@ export async function buildContainer(config: Config, options: ContainerOptions):
     providers,
     storage,
     queue,
+    billing,
     generationStore: store,
     runner,
     generations,

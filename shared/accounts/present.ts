@@ -4,7 +4,7 @@
  */
 import type { Identity, User } from '../db/entities';
 import type { Plan, PlanTable } from '../plans';
-import { tokenBalance } from '../billing/balance';
+import { tokenBalance } from '../billing';
 
 export function iso(date: Date | null): string | null {
   return date ? date.toISOString() : null;

@@ -8,7 +8,7 @@ import type { Database } from '../db/database';
 import { ApiKey, Identity, IdentityKind, LedgerEntry, User } from '../db/entities';
 import { AppError } from '../errors';
 import { PlanName, PlanTable } from '../plans';
-import { applyBalanceChange } from '../billing/balance';
+import { Billing, freeBalance } from '../billing';
 
 export interface NewUser {
   name: string;
@@ -34,6 +34,7 @@ export const DEFAULT_PLAN_DAYS = 30;
 export class Users {
   constructor(
     private readonly db: Database,
+    private readonly billing: Pick<Billing, 'change'>,
     private readonly plans: PlanTable,
     private readonly clock: Clock,
   ) {}
@@ -84,10 +85,10 @@ export class Users {
       }),
     );
     if (allowance > 0) {
-      await applyBalanceChange(em, user.id, { subscriptionDelta: allowance, bonusDelta: 0, reason: 'signup_allowance' }, now);
+      await this.billing.change(em, user.id, { subscriptionDelta: allowance, bonusDelta: 0, reason: 'signup_allowance' }, now);
     }
     if (input.bonusTokens && input.bonusTokens > 0) {
-      await applyBalanceChange(em, user.id, { subscriptionDelta: 0, bonusDelta: input.bonusTokens, reason: 'grant' }, now);
+      await this.billing.change(em, user.id, { subscriptionDelta: 0, bonusDelta: input.bonusTokens, reason: 'grant' }, now);
     }
     return em.getRepository(User).findOneByOrFail({ id: user.id });
   }
@@ -158,7 +159,7 @@ export class Users {
       );
       const delta = allowance - user.subscriptionTokens;
       if (delta !== 0) {
-        const entry = await applyBalanceChange(
+        const entry = await this.billing.change(
           em,
           userId,
           { subscriptionDelta: delta, bonusDelta: 0, reason: 'plan_change', note: `${user.plan} -> ${plan}` },
@@ -181,15 +182,15 @@ export class Users {
       if (!user) throw new AppError('not_found');
       const now = this.clock();
       if (amount > 0) {
-        await applyBalanceChange(em, userId, { subscriptionDelta: 0, bonusDelta: amount, reason: 'grant', note }, now);
+        await this.billing.change(em, userId, { subscriptionDelta: 0, bonusDelta: amount, reason: 'grant', note }, now);
       } else {
-        const free = Math.max(0, user.subscriptionTokens + user.bonusTokens - user.heldTokens);
+        const free = freeBalance(user);
         let remaining = Math.min(-amount, free);
         const fromBonus = Math.min(remaining, user.bonusTokens);
         remaining -= fromBonus;
         const fromSubscription = Math.min(remaining, user.subscriptionTokens);
         if (fromBonus + fromSubscription > 0) {
-          const entry = await applyBalanceChange(
+          const entry = await this.billing.change(
             em,
             userId,
             { subscriptionDelta: -fromSubscription, bonusDelta: -fromBonus, reason: 'correction', note },

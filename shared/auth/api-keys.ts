@@ -32,7 +32,7 @@ export class ApiKeys {
   ) {
     this.userRows = new EntityRows(db.source, User);
     this.authenticateSql = `SELECT k.id AS key_id, k.last_used_at AS key_last_used_at, ${this.userRows.selectList('u', 'u_')}
-      FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.key_hash = ?`;
+      FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.key_hash = :keyHash`;
   }
 
   async create(userId: number, name: string): Promise<{ key: ApiKey; secret: string }> {
@@ -85,7 +85,7 @@ export class ApiKeys {
    */
   async authenticate(secret: string): Promise<{ key: Pick<ApiKey, 'id' | 'userId' | 'lastUsedAt'>; user: User } | null> {
     if (secret.length !== API_KEY_LENGTH) return null;
-    const [row] = await this.db.read<Row>(this.authenticateSql, [sha256Hex(secret)]);
+    const [row] = await this.db.read<Row>({ sql: this.authenticateSql, params: { keyHash: sha256Hex(secret) } });
     if (!row) return null;
     const user = this.userRows.hydrate(row, 'u_');
     const lastUsed = row.key_last_used_at as string | Date | null;

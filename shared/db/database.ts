@@ -7,7 +7,7 @@
 import { DataSource, EntityManager, EntityTarget, ObjectLiteral, Repository } from 'typeorm';
 import type { Pool } from 'mysql2';
 import { Dialect, dialectOf } from './data-source';
-import { MysqlRaw, Params, SqliteConnection, SqliteRaw } from './raw';
+import { MysqlRaw, retryLockConflicts, SqliteConnection, SqliteRaw, sqliteDateText, Statement } from './raw';
 
 /** A datetime from a raw query: mysql2 gives a Date; SQLite gives UTC text without a zone. */
 export function parseDbDate(value: string | Date): Date {
@@ -29,11 +29,11 @@ export class Database {
     this.mysql = this.dialect === 'mysql' && driver.pool ? new MysqlRaw(driver.pool) : null;
   }
 
-  /** A read of a few columns in plain SQL, outside any transaction, on either dialect. */
-  async read<T>(sql: string, params: Params = []): Promise<T[]> {
-    if (this.mysql) return this.mysql.query<T>(sql, params);
-    if (this.sqlite) return this.sqlite.all<T>(sql, params);
-    return (await this.source.query(sql, [...params])) as T[];
+  /** A read in plain SQL, outside any transaction, on either dialect. */
+  async read<T>(statement: Statement): Promise<T[]> {
+    if (this.mysql) return this.mysql.query<T>(statement);
+    if (this.sqlite) return this.sqlite.all<T>(statement);
+    throw new Error('no plain-SQL connection for this store');
   }
 
   /**
@@ -58,24 +58,12 @@ export class Database {
   }
 
   transaction<T>(work: (em: EntityManager) => Promise<T>): Promise<T> {
-    if (this.dialect === 'mysql') return this.mysqlTransaction(work);
+    // MySQL may pick a transaction as a deadlock victim; the whole of it is rolled back and retried.
+    if (this.dialect === 'mysql') return retryLockConflicts(() => this.source.transaction(work));
     const run = this.writeQueue.then(() => this.source.transaction(work));
     // The queue continues whether this transaction commits or fails.
     this.writeQueue = run.catch(() => undefined);
     return run;
-  }
-
-  /** MySQL may pick a transaction as a deadlock victim; the whole of it is rolled back and retried. */
-  private async mysqlTransaction<T>(work: (em: EntityManager) => Promise<T>): Promise<T> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await this.source.transaction(work);
-      } catch (error) {
-        const code = (error as { code?: string }).code ?? (error as { driverError?: { code?: string } }).driverError?.code;
-        if (attempt >= 5 || (code !== 'ER_LOCK_DEADLOCK' && code !== 'ER_LOCK_WAIT_TIMEOUT')) throw error;
-        await new Promise((resolve) => setTimeout(resolve, 5 * attempt + Math.random() * 20));
-      }
-    }
   }
 
   /**
@@ -93,8 +81,7 @@ export class Database {
    * datetimes as UTC text in the form TypeORM writes them, and cannot bind a Date at all.
    */
   dateParam(date: Date): Date | string {
-    if (this.dialect === 'mysql') return date;
-    return date.toISOString().replace('T', ' ').replace('Z', '');
+    return this.dialect === 'mysql' ? date : sqliteDateText(date);
   }
 
   async ping(): Promise<void> {

@@ -5,16 +5,84 @@
  * of a TypeORM transaction is a round trip of its own; here a transaction is one round trip
  * (a multi-statement batch) and a SQLite transaction is a few synchronous calls.
  * Everything else goes through TypeORM (database.ts).
+ *
+ * Statements name their parameters (`:price`), converted to `?` by mysql2's own converter for
+ * both dialects, so a batch of several statements never depends on the order of a value list.
  */
+import createCompiler from 'named-placeholders';
+import type { EntityManager } from 'typeorm';
 import type { Pool, PoolConnection, QueryOptions } from 'mysql2';
 
 export type Row = Record<string, unknown>;
-export type Params = ReadonlyArray<unknown>;
+export type NamedParams = Readonly<Record<string, unknown>>;
+
+/** One SQL statement and its parameters, `:name` in the text, bound from `params` (never spliced in). */
+export interface Statement {
+  readonly sql: string;
+  readonly params?: NamedParams;
+}
 
 /** What a write statement reports: rows it changed, and the id an INSERT made. */
 export interface WriteResult {
   affected: number;
   insertId: number;
+}
+
+const compile = createCompiler({ cache: 1000 });
+
+/**
+ * The statement with `?` placeholders and its values in order. A name the SQL uses that `params`
+ * does not give is a bug, thrown rather than bound as NULL.
+ */
+export function positional(statement: Statement): { sql: string; values: unknown[] } {
+  const [sql, values] = compile(statement.sql, statement.params ?? {});
+  if (values.includes(undefined)) {
+    throw new Error(`a parameter of this statement is missing: ${statement.sql.replace(/\s+/g, ' ').slice(0, 120)}`);
+  }
+  return { sql, values };
+}
+
+/** How SQLite keeps a datetime: UTC text in the form TypeORM writes (it cannot bind a Date). */
+export function sqliteDateText(date: Date): string {
+  return date.toISOString().replace('T', ' ').replace('Z', '');
+}
+
+/** better-sqlite3 binds neither booleans nor Dates: stored as 0/1 and as TypeORM's UTC text. */
+function sqliteValue(value: unknown): unknown {
+  if (typeof value === 'boolean') return value ? 1 : 0;
+  if (value instanceof Date) return sqliteDateText(value);
+  return value;
+}
+
+const LOCK_CONFLICTS = new Set(['ER_LOCK_DEADLOCK', 'ER_LOCK_WAIT_TIMEOUT']);
+
+/**
+ * Runs a whole MySQL transaction again when the server chose it as a deadlock victim or it timed
+ * out waiting for a lock (the server rolled all of it back): up to five times, with jitter.
+ */
+export async function retryLockConflicts<T>(transaction: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await transaction();
+    } catch (error) {
+      const code = (error as { code?: string }).code ?? (error as { driverError?: { code?: string } }).driverError?.code;
+      if (attempt >= 5 || !code || !LOCK_CONFLICTS.has(code)) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 5 * attempt + Math.random() * 20));
+    }
+  }
+}
+
+/**
+ * A statement inside a TypeORM transaction (either dialect), for the writes that go with other
+ * TypeORM work (a grant beside the user row it creates): the rows it read, or what it changed.
+ */
+export async function runInTransaction(em: EntityManager, statement: Statement): Promise<{ rows: Row[]; affected: number }> {
+  const runner = em.queryRunner;
+  if (!runner) throw new Error('runInTransaction needs an EntityManager of a transaction');
+  const { sql, values } = positional(statement);
+  const sqlite = em.connection.options.type === 'better-sqlite3';
+  const result = (await runner.query(sql, sqlite ? values.map(sqliteValue) : values, true)) as { records?: Row[]; affected?: number };
+  return { rows: result.records ?? [], affected: Number(result.affected ?? 0) };
 }
 
 /** The part of better-sqlite3's API used here (the package ships no types of its own). */
@@ -37,21 +105,24 @@ export class SqliteRaw {
 
   constructor(readonly connection: SqliteConnection) {}
 
-  private statement(sql: string): SqliteStatement {
-    let statement = this.statements.get(sql);
-    if (!statement) {
-      statement = this.connection.prepare(sql);
-      this.statements.set(sql, statement);
+  private prepared(statement: Statement): { prepared: SqliteStatement; values: unknown[] } {
+    const { sql, values } = positional(statement);
+    let prepared = this.statements.get(sql);
+    if (!prepared) {
+      prepared = this.connection.prepare(sql);
+      this.statements.set(sql, prepared);
     }
-    return statement;
+    return { prepared, values: values.map(sqliteValue) };
   }
 
-  all<T = Row>(sql: string, params: Params = []): T[] {
-    return this.statement(sql).all(...params.map(sqliteValue)) as T[];
+  all<T = Row>(statement: Statement): T[] {
+    const { prepared, values } = this.prepared(statement);
+    return prepared.all(...values) as T[];
   }
 
-  run(sql: string, params: Params = []): WriteResult {
-    const result = this.statement(sql).run(...params.map(sqliteValue));
+  run(statement: Statement): WriteResult {
+    const { prepared, values } = this.prepared(statement);
+    const result = prepared.run(...values);
     return { affected: result.changes, insertId: Number(result.lastInsertRowid) };
   }
 
@@ -61,17 +132,8 @@ export class SqliteRaw {
   }
 }
 
-/** better-sqlite3 binds neither booleans nor Dates: stored as 0/1 and as TypeORM's UTC text. */
-function sqliteValue(value: unknown): unknown {
-  if (typeof value === 'boolean') return value ? 1 : 0;
-  if (value instanceof Date) return value.toISOString().replace('T', ' ').replace('Z', '');
-  return value;
-}
-
 /** One result per statement of a batch: rows for a SELECT, counts for a write. */
 export type BatchResult = Array<Row[] | WriteResult>;
-
-const RETRIED_CODES = new Set(['ER_LOCK_DEADLOCK', 'ER_LOCK_WAIT_TIMEOUT']);
 
 /**
  * MySQL: mysql2's callback API on TypeORM's pool (the promise wrapper captures a stack trace per
@@ -81,36 +143,37 @@ const RETRIED_CODES = new Set(['ER_LOCK_DEADLOCK', 'ER_LOCK_WAIT_TIMEOUT']);
 export class MysqlRaw {
   constructor(private readonly pool: Pool) {}
 
-  query<T = Row>(sql: string, params: Params = []): Promise<T[]> {
+  query<T = Row>(statement: Statement): Promise<T[]> {
+    const { sql, values } = positional(statement);
     return new Promise((resolve, reject) => {
-      this.pool.query(options(sql, params), (error, rows) => (error ? reject(error) : resolve(rows as T[])));
+      this.pool.query(options(sql, values), (error, rows) => (error ? reject(error) : resolve(rows as T[])));
     });
   }
 
   /**
-   * Sends `sql` (several statements, usually `START TRANSACTION; ...; COMMIT`) in one round trip.
-   * If a statement fails, the rest do not run and the open transaction is rolled back before the
-   * connection goes back to the pool. A transaction that lost a deadlock or a lock wait is run
-   * again; a batch that is not one transaction is not (its first statements may have committed).
+   * Runs `statements` as one transaction in one round trip, and answers one result per statement.
+   * If a statement fails, the rest do not run and the transaction is rolled back before the
+   * connection goes back to the pool; a deadlock or lock wait runs the whole of it again.
    */
-  async batch(sql: string, params: Params): Promise<BatchResult> {
-    const retriable = sql.startsWith('START TRANSACTION');
-    for (let attempt = 1; ; attempt++) {
+  transaction(statements: ReadonlyArray<Statement>): Promise<BatchResult> {
+    const compiled = statements.map(positional);
+    const sql = ['START TRANSACTION', ...compiled.map((c) => c.sql), 'COMMIT'].join(';\n');
+    const values = compiled.flatMap((c) => c.values);
+    return retryLockConflicts(async () => {
       const connection = await this.connection();
       try {
-        const results = (await send(connection, sql, params)) as unknown[];
+        const results = (await send(connection, sql, values)) as unknown[];
         connection.release();
-        return results.map((result) => (Array.isArray(result) ? (result as Row[]) : writeResult(result)));
+        // Without the results of START TRANSACTION and COMMIT.
+        return results.slice(1, -1).map((result) => (Array.isArray(result) ? (result as Row[]) : writeResult(result)));
       } catch (error) {
         await send(connection, 'ROLLBACK', []).then(
           () => connection.release(),
           () => connection.destroy(),
         );
-        const code = (error as { code?: string }).code;
-        if (!retriable || attempt >= 5 || !code || !RETRIED_CODES.has(code)) throw error;
-        await new Promise((resolve) => setTimeout(resolve, 5 * attempt + Math.random() * 20));
+        throw error;
       }
-    }
+    });
   }
 
   private connection(): Promise<PoolConnection> {
@@ -121,13 +184,13 @@ export class MysqlRaw {
 }
 
 /** mysql2 types its values as mutable; it only reads them. */
-function options(sql: string, params: Params): QueryOptions {
-  return { sql, values: params as QueryOptions['values'] };
+function options(sql: string, values: ReadonlyArray<unknown>): QueryOptions {
+  return { sql, values: values as QueryOptions['values'] };
 }
 
-function send(connection: PoolConnection, sql: string, params: Params): Promise<unknown> {
+function send(connection: PoolConnection, sql: string, values: ReadonlyArray<unknown>): Promise<unknown> {
   return new Promise((resolve, reject) => {
-    connection.query(options(sql, params), (error, result) => (error ? reject(error) : resolve(result)));
+    connection.query(options(sql, values), (error, result) => (error ? reject(error) : resolve(result)));
   });
 }
 

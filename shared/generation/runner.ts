@@ -9,7 +9,6 @@ import type { Clock } from '../clock';
 import { addSeconds } from '../clock';
 import type { Database } from '../db/database';
 import { Generation } from '../db/entities';
-import { releaseHold } from '../billing/holds';
 import type { Logger } from '../log';
 import type { ProviderRegistry } from '../providers/registry';
 import { ProviderError, Usage } from '../providers/types';
@@ -19,7 +18,7 @@ import type { JobContext } from '../queue/types';
 import type { InputFetcher } from './execute';
 import { BUSY_RETRY_MS, BUSY_TOO_LONG, DeferredRun, JOB_SLOT_WAIT_MS, MAX_BUSY_WAIT_MS, Outcome, ProviderBusyError, ProviderCalls } from './provider-calls';
 import { readInput } from './stored-input';
-import type { CompletionSet, GenerationStore } from './store';
+import type { CompletionSet, FailureSet, GenerationStore } from './store';
 
 export { BUSY_RETRY_MS, BUSY_TOO_LONG, JOB_SLOT_WAIT_MS, MAX_BUSY_WAIT_MS, ProviderBusyError };
 export type { DeferredRun, Outcome };
@@ -169,34 +168,22 @@ export class GenerationRunner {
 
   /** pending → failed, releasing the hold. Null when the row had already ended. */
   async fail(generationId: number, message: string): Promise<Generation | null> {
+    const row = await this.store.find(generationId);
+    if (!row || row.status !== 'pending') return null;
     const now = this.clock();
-    const ended = await this.db.transaction(async (em) => {
-      const row = await em.getRepository(Generation).findOneBy({ id: generationId });
-      if (!row || row.status !== 'pending') return null;
-      // Generation row first, then the user row: the order completion uses too.
-      const result = await em
-        .createQueryBuilder()
-        .update(Generation)
-        .set({
-          status: 'failed',
-          error: message.slice(0, 1000),
-          tokensSpent: 0,
-          leaseUntil: null,
-          processingMs: Math.max(0, now.getTime() - row.createdAt.getTime()),
-          completedAt: now,
-          updatedAt: now,
-        })
-        .where('id = :id', { id: generationId })
-        .andWhere('status = :pending', { pending: 'pending' })
-        .execute();
-      if (result.affected !== 1) return null;
-      await releaseHold(em, row.userId, row.price);
-      return em.getRepository(Generation).findOneByOrFail({ id: generationId });
-    });
-    if (ended) {
-      this.stopRun(generationId);
-      this.notify(ended);
-    }
+    const set: FailureSet = {
+      status: 'failed',
+      error: message.slice(0, 1000),
+      tokensSpent: 0,
+      leaseUntil: null,
+      processingMs: Math.max(0, now.getTime() - row.createdAt.getTime()),
+      completedAt: now,
+      updatedAt: now,
+    };
+    if (!(await this.store.fail(row, set))) return null;
+    const ended = Object.assign(row, set);
+    this.stopRun(generationId);
+    this.notify(ended);
     return ended;
   }
 

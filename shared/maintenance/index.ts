@@ -7,17 +7,18 @@ import { LessThanOrEqual, Not } from 'typeorm';
 import { addMonths, Clock } from '../clock';
 import type { Database } from '../db/database';
 import { Generation, User } from '../db/entities';
-import { applyBalanceChange } from '../billing/balance';
 import type { Logger } from '../log';
 import type { PlanTable } from '../plans';
 import type { Storage } from '../storage';
 import type { Users } from '../accounts/users';
+import type { Billing } from '../billing';
 
 const BATCH = 200;
 
 export class Maintenance {
   constructor(
     private readonly db: Database,
+    private readonly billing: Pick<Billing, 'change'>,
     private readonly users: Users,
     private readonly plans: PlanTable,
     private readonly storage: Storage,
@@ -54,7 +55,7 @@ export class Maintenance {
         const allowance = this.plans.get(this.users.effectivePlan(user)).tokenLimit;
         const delta = allowance - user.subscriptionTokens;
         if (delta !== 0) {
-          await applyBalanceChange(em, id, { subscriptionDelta: delta, bonusDelta: 0, reason: 'refill', note: `period from ${periodStart.toISOString()}` }, now);
+          await this.billing.change(em, id, { subscriptionDelta: delta, bonusDelta: 0, reason: 'refill', note: `period from ${periodStart.toISOString()}` }, now);
         }
         return true;
       });

@@ -61,7 +61,7 @@ export class Webhooks {
     private readonly log: Logger,
   ) {
     this.rows = new EntityRows(db.source, Webhook);
-    this.activeHooksSql = `SELECT ${this.rows.selectList('w', '')} FROM webhooks w WHERE w.user_id = ? AND w.disabled_at IS NULL ORDER BY w.id`;
+    this.activeHooksSql = `SELECT ${this.rows.selectList('w', '')} FROM webhooks w WHERE w.user_id = :userId AND w.disabled_at IS NULL ORDER BY w.id`;
   }
 
   async create(userId: number, url: string, events: WebhookEvent[]): Promise<Webhook> {
@@ -117,7 +117,7 @@ export class Webhooks {
   async onGenerationEnded(generation: Generation): Promise<void> {
     const payload = eventPayload(generation, this.publicBaseUrl);
     // Plain SQL: this runs once for every generation that ends, and most users have no webhook.
-    const hooks = (await this.db.read<Row>(this.activeHooksSql, [generation.userId])).map((row) => this.rows.hydrate(row));
+    const hooks = (await this.db.read<Row>({ sql: this.activeHooksSql, params: { userId: generation.userId } })).map((row) => this.rows.hydrate(row));
     for (const hook of hooks) {
       if (!(JSON.parse(hook.events) as string[]).includes(payload.event)) continue;
       await this.enqueueDelivery(hook, payload.event, generation.id, payload);

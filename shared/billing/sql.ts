@@ -1,0 +1,62 @@
+/**
+ * The SQL of every balance movement, each rule written once per dialect. Parameters are named
+ * (`:price`); on MySQL, the statements that must run only when an earlier one of the same batch
+ * changed a row read a session variable the batch set (`@gensvc_held`, `@gensvc_won`), since a
+ * whole transaction travels as one batch there and cannot branch.
+ */
+
+/** What is left held after `:price` is let go: never below zero (an operator may have reset it). */
+const LET_GO = 'held_tokens = CASE WHEN held_tokens >= :price THEN held_tokens - :price ELSE 0 END';
+
+/** Reserves `:price` of `:userId`; changes no row when the free balance cannot cover it. */
+export const HOLD = 'UPDATE users SET held_tokens = held_tokens + :price WHERE id = :userId AND subscription_tokens + bonus_tokens - held_tokens >= :price';
+
+/** Lets a hold go (the generation failed or was cancelled): nothing is charged. */
+export const RELEASE = `UPDATE users SET ${LET_GO} WHERE id = :userId`;
+
+export const BALANCES = 'SELECT subscription_tokens AS subscription, bonus_tokens AS bonus FROM users WHERE id = :userId';
+
+/** One row of the ledger: every change of a balance writes one, with the buckets after it. */
+export const LEDGER_ROW = `INSERT INTO token_ledger (user_id, amount, reason, generation_id, subscription_after, bonus_after, note, created_at)
+  VALUES (:userId, :amount, :reason, :generationId, :subscriptionAfter, :bonusAfter, :note, :now)`;
+
+/** A grant, refill, plan change or correction; changes no row when a bucket would go below zero. */
+export const CHANGE = `UPDATE users SET subscription_tokens = subscription_tokens + :subscriptionDelta, bonus_tokens = bonus_tokens + :bonusDelta,
+  updated_at = :now WHERE id = :userId AND subscription_tokens + :subscriptionDelta >= 0 AND bonus_tokens + :bonusDelta >= 0`;
+
+/** What a completed generation records it was charged, when that is less than its price (an operator cut). */
+export const CHARGED_ON_ROW = 'UPDATE generations SET tokens_spent = :charged WHERE id = :generationId';
+
+/** SQLite: the capture once the split has been computed (billing/index.ts `splitCharge`) from the row just read. */
+export const SQLITE_CAPTURE = `UPDATE users SET subscription_tokens = subscription_tokens - :fromSubscription, bonus_tokens = bonus_tokens - :fromBonus,
+  ${LET_GO}, tokens_used_this_period = tokens_used_this_period + :charged WHERE id = :userId`;
+
+/** MySQL: the batch's flags. A hold sets @gensvc_held; a finishing write of the generation row sets @gensvc_won. */
+export const MYSQL_HELD = '@gensvc_held = 1';
+export const MYSQL_NOTHING_TO_HOLD = 'SET @gensvc_held := 1';
+export const MYSQL_HOLD_RESULT = 'SET @gensvc_held := ROW_COUNT()';
+export const MYSQL_HELD_FLAG = 'SELECT @gensvc_held AS held';
+export const MYSQL_WON_RESULT = 'SET @gensvc_won := ROW_COUNT(), @gensvc_s := 0, @gensvc_b := 0, @gensvc_fs := 0, @gensvc_fb := 0';
+export const MYSQL_RELEASE_IF_WON = `${RELEASE} AND @gensvc_won = 1`;
+export const MYSQL_WON_FLAG = 'SELECT @gensvc_won AS won';
+
+/**
+ * MySQL: the capture, computed by the server against the user row it locks: the same split as
+ * `splitCharge` (subscription first, then bonus, never more than is left). Each expression of the
+ * locking read reads only the row, never a variable that statement assigns; INTO comes after the
+ * locking clause, the position MySQL 8 prefers and MariaDB accepts.
+ */
+export const MYSQL_CAPTURE = [
+  `SELECT subscription_tokens, bonus_tokens, LEAST(:price, GREATEST(subscription_tokens, 0)),
+     LEAST(:price - LEAST(:price, GREATEST(subscription_tokens, 0)), GREATEST(bonus_tokens, 0))
+     FROM users WHERE id = :userId AND @gensvc_won = 1 FOR UPDATE INTO @gensvc_s, @gensvc_b, @gensvc_fs, @gensvc_fb`,
+  `UPDATE users SET subscription_tokens = subscription_tokens - @gensvc_fs, bonus_tokens = bonus_tokens - @gensvc_fb,
+     ${LET_GO}, tokens_used_this_period = tokens_used_this_period + @gensvc_fs + @gensvc_fb WHERE id = :userId AND @gensvc_won = 1`,
+  // The row is locked since the read, so the buckets after are the ones read minus the charge.
+  `INSERT INTO token_ledger (user_id, amount, reason, generation_id, subscription_after, bonus_after, note, created_at)
+     SELECT :userId, -(@gensvc_fs + @gensvc_fb), 'generation', :generationId, @gensvc_s - @gensvc_fs, @gensvc_b - @gensvc_fb, NULL, :now FROM DUAL
+     WHERE @gensvc_won = 1 AND @gensvc_fs + @gensvc_fb > 0`,
+  `${CHARGED_ON_ROW.replace(':charged', '@gensvc_fs + @gensvc_fb')} AND @gensvc_won = 1 AND @gensvc_fs + @gensvc_fb <> :price`,
+] as const;
+export const MYSQL_CAPTURE_RESULT = `SELECT @gensvc_won AS won, @gensvc_fs + @gensvc_fb AS charged,
+  @gensvc_s - @gensvc_fs + @gensvc_b - @gensvc_fb AS balance`;
