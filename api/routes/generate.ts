@@ -2,7 +2,7 @@
 import crypto from 'node:crypto';
 import { PassThrough } from 'node:stream';
 import Router from '@koa/router';
-import { tokenBalance } from '../../shared/billing/balance';
+import { tokenBalance } from '../../shared/billing';
 import { AppError } from '../../shared/errors';
 import { splitRequestBody } from '../../shared/generation/input';
 import { parseGenerationId } from '../../shared/generation/service';

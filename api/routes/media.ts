@@ -11,7 +11,7 @@ import { parseGenerationId } from '../../shared/generation/service';
 import { AppContext, AppCustom, AppState, callerOf } from '../context';
 import { requireAuth, setRateLimitHeaders } from '../middleware/auth';
 import { presentWithBalance } from '../presenters/generation';
-import { tokenBalance } from '../../shared/billing/balance';
+import { tokenBalance } from '../../shared/billing';
 import { formField, multipartBody, UploadedMedia, uploadedAudio, uploadedImage } from '../uploads';
 
 async function store(ctx: AppContext, media: UploadedMedia): Promise<string> {
