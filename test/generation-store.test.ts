@@ -63,7 +63,7 @@ describe('entity rows', () => {
     const { db } = t.app.container;
     await db.repo(User).update({ id: user.id }, { avatarUrl: 'https://example.test/a.png', messengerUsername: 'someone', notificationsEnabled: false, heldTokens: 3 });
     const rows = new EntityRows(db.source, User);
-    const [raw] = await db.read<Record<string, unknown>>(`SELECT ${rows.selectList('u', 'x_')} FROM users u WHERE u.id = ?`, [user.id]);
+    const [raw] = await db.read<Record<string, unknown>>({ sql: `SELECT ${rows.selectList('u', 'x_')} FROM users u WHERE u.id = :id`, params: { id: user.id } });
     const expected = await userRow(user.id);
     expect(expected.planExpiresAt).toBeInstanceOf(Date);
     expect(rows.hydrate(raw!, 'x_')).toEqual(expected);
@@ -118,7 +118,7 @@ describe('hold and insert', () => {
       (result) => ({ resolved: result, rows: [] as unknown[] }),
       (error: Error) => ({ rejected: error.message }),
     );
-    if ('resolved' in second) second.rows = await t.app.container.db.read('SELECT id, user_id, idempotency_key, status FROM generations WHERE user_id = ?', [user.id]);
+    if ('resolved' in second) second.rows = await t.app.container.db.read({ sql: 'SELECT id, user_id, idempotency_key, status FROM generations WHERE user_id = :userId', params: { userId: user.id } });
     expect(second).toEqual({ rejected: expect.stringMatching(/Duplicate entry|UNIQUE constraint/) });
     expect((await userRow(user.id)).heldTokens).toBe(2);
     expect(await t.app.container.db.repo(Generation).countBy({ userId: user.id })).toBe(1);
