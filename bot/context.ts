@@ -7,12 +7,13 @@ import type { Api, Context } from 'grammy';
 import type { User as TelegramUser } from 'grammy/types';
 import type { Conversation, ConversationFlavor } from '@grammyjs/conversations';
 import type { Container } from '../shared/container';
-import type { User } from '../shared/db/entities';
+import type { CatalogModel } from '../shared/catalog/types';
+import type { Generation, User } from '../shared/db/entities';
 import type { GenerateRequest } from '../shared/generation/input';
 import type { Plan } from '../shared/plans';
-import { BotDeliveries } from '../shared/telegram/delivery';
+import type { BotDeliveries } from '../shared/telegram/deliveries';
 import { refusalText } from '../shared/telegram/refusal';
-import { ChatStates, createKeyValueStore, KeyValueStore } from '../shared/telegram/state';
+import type { ChatStates, KeyValueStore } from '../shared/telegram/state';
 import { Language, languageOf, Texts, TEXTS } from '../shared/telegram/texts';
 import { Preferences } from './preferences';
 
@@ -51,9 +52,7 @@ export interface BotServices {
 }
 
 export function createServices(container: Container, api: Api): BotServices {
-  const { messenger, plans, users, generations, queue, clock, config } = container;
-  const store = createKeyValueStore({ db: container.db, clock, redis: container.redis, redisPrefix: config.redisPrefix });
-  const deliveries = new BotDeliveries(container);
+  const { messenger, plans, users, generations, queue, clock, botState: store, botDeliveries: deliveries } = container;
 
   async function accountOf(from: TelegramUser): Promise<Account> {
     const { user, isNew } = await messenger.findOrCreateUser({
@@ -69,35 +68,39 @@ export function createServices(container: Container, api: Api): BotServices {
 
   async function startMedia(from: TelegramUser, chatId: string, request: GenerateRequest, key: string, startedText?: string): Promise<void> {
     const a = await accountOf(from);
-    let accepted;
+    /** Says the work started and records where its result goes; false when a redelivered update already did. */
+    const announce = async (generation: Generation, model: CatalogModel): Promise<boolean> => {
+      if (await deliveries.get(generation.id)) return false;
+      const started = await api.sendMessage(chatId, startedText ?? a.texts.started(model.sync ? null : model.etaSeconds));
+      return deliveries.create({ generationId: generation.id, chatId, messageId: started.message_id, kind: 'media', language: a.language, prompt: null });
+    };
+    let started;
     try {
-      accepted = await generations.accept({ user: a.user, plan: a.plan }, request, { idempotencyKey: key, source: 'bot' });
+      // In the background: the worker runs it and delivers the result to the chat.
+      started = await generations.start({ user: a.user, plan: a.plan }, request, { idempotencyKey: key, source: 'bot', runIn: 'background', beforeRun: announce });
     } catch (error) {
       const text = refusalText(error, a.texts, clock());
       if (text === null) throw error;
       await api.sendMessage(chatId, text);
       return;
     }
-    const { generation, model } = accepted;
-    if (accepted.replay && (await deliveries.get(generation.id))) return;
+    const { generation, model } = started;
+    if (generation.status === 'pending') return;
+    // Ended already: refused by the content policy now, or a replay of one that ended meanwhile
+    // (said once: a replay whose result went out already says nothing).
+    if (started.replay && (await deliveries.get(generation.id))) return;
     if (generation.status === 'failed') {
       await api.sendMessage(chatId, a.texts.failed(generation.error ?? ''));
       return;
     }
-    const started = await api.sendMessage(chatId, startedText ?? a.texts.started(model.sync ? null : model.etaSeconds));
-    if (!(await deliveries.create({ generationId: generation.id, chatId, messageId: started.message_id, kind: 'media', language: a.language, prompt: null }))) return;
-    if (generation.status === 'pending') {
-      await queue.enqueue('generation.run', { generationId: generation.id }, { jobId: `gen-${generation.id}` });
-    } else {
-      await queue.enqueue('bot.deliver', { generationId: generation.id }, { jobId: `bot-deliver-${generation.id}` });
-    }
+    if (await announce(generation, model)) await queue.enqueue('bot.deliver', { generationId: generation.id }, { jobId: `bot-deliver-${generation.id}` });
   }
 
   return {
     container,
     api,
     store,
-    chats: new ChatStates(store),
+    chats: container.chats,
     deliveries,
     preferences: new Preferences(store),
     accountOf,

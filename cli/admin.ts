@@ -1,5 +1,5 @@
 /** `npm run --silent admin -- <command>`: prints one JSON object (or `{"error": ...}` and exits 1). */
-import { ADMIN_USAGE, runAdminCommand, UsageError } from '../shared/admin/commands';
+import { ADMIN_USAGE, runAdminCommand, UsageError } from './admin-commands';
 import { ConfigError, loadConfig } from '../shared/config';
 import { buildContainer } from '../shared/container';
 import { createLogger } from '../shared/log';

@@ -46,7 +46,9 @@ import { createLogger, Logger } from './log';
 import { LogMailer, Mailer, SmtpMailer } from './mail';
 import { loadPlans, PlanTable } from './plans';
 import { createRedis, Redis } from './redis';
-import { BotDeliveries, watchBotGenerations } from './telegram/delivery';
+import { BotDeliveries } from './telegram/deliveries';
+import { watchBotGenerations } from './telegram/delivery';
+import { ChatStates, createKeyValueStore, KeyValueStore } from './telegram/state';
 
 export interface Container {
   config: Config;
@@ -83,6 +85,11 @@ export interface Container {
   links: AccountLinks;
   /** Wakes a polling provider adapter when its prediction's webhook arrives (any process). */
   predictionSignals: PredictionSignals;
+  /** The bot's state (chats, dialogs, preferences): Redis when configured, else a table. */
+  botState: KeyValueStore;
+  chats: ChatStates;
+  /** Where results of generations the bot started go. */
+  botDeliveries: BotDeliveries;
   close(): Promise<void>;
 }
 
@@ -157,20 +164,36 @@ export async function buildContainer(config: Config, options: ContainerOptions):
   const store = new GenerationStore(db, billing);
   const runner = new GenerationRunner(db, store, catalog, providers, storage, inputs, clock, log, slots);
   const assistants = new Assistants(loadAssistants(config.productFiles.assistants), db, clock);
-  const generations = new Generations(db, store, catalog, plans, generationLimiter, queue, runner, storage, inputs, assistants, clock, config.contentPolicyBlocklist, log);
+  const generations = new Generations({
+    db,
+    store,
+    runner,
+    catalog,
+    plans,
+    limiter: generationLimiter,
+    queue,
+    storage,
+    inputs,
+    assistants,
+    balances: users,
+    clock,
+    log,
+    blocklist: config.contentPolicyBlocklist,
+  });
   const history = new History(db, generations, storage, clock);
   // Results of generations the Telegram bot started are delivered by a job, whichever process ends them.
   if (config.telegram.botToken) watchBotGenerations(runner, queue, log);
   const webhooks = new Webhooks(db, new UrlFetcher({ allow: config.urlFetchAllow, maxBytes: 64 * 1024 }), queue, clock, config.publicBaseUrl, log);
   const schedules = new Schedules(db, generations, users, plans, queue, clock, log);
   const maintenance = new Maintenance(db, billing, users, plans, storage, clock, log);
+  const botState = createKeyValueStore({ db, clock, redis, redisPrefix: config.redisPrefix });
+  const botDeliveries = new BotDeliveries({ db, clock });
   if (config.telegram.botToken) {
     // A Telegram user's schedule results arrive in their chat (private chat id = Telegram user id).
-    const deliveries = new BotDeliveries({ db, clock });
     schedules.deliverToChat(async (generation, user) => {
       const identity = (await users.identities(user.id)).find((i) => i.kind === 'messenger');
       if (!identity) return;
-      await deliveries.create({ generationId: generation.id, chatId: identity.subject, messageId: null, kind: 'media', language: user.language, prompt: generation.prompt });
+      await botDeliveries.create({ generationId: generation.id, chatId: identity.subject, messageId: null, kind: 'media', language: user.language, prompt: generation.prompt });
     });
   }
   runner.onEnd((generation, facts) => {
@@ -210,6 +233,9 @@ export async function buildContainer(config: Config, options: ContainerOptions):
     maintenance,
     links: new AccountLinks(db, clock),
     predictionSignals,
+    botState,
+    chats: new ChatStates(botState),
+    botDeliveries,
     async close() {
       await queue.close();
       await providers.close();

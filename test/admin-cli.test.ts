@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { runAdminCommand, UsageError } from '../shared/admin/commands';
+import { runAdminCommand, UsageError } from '../cli/admin-commands';
 import { LedgerEntry, User } from '../shared/db/entities';
 import { useTestApp } from './helpers/app';
 import { refreshCookieFrom, registerUser, uniqueEmail } from './helpers/users';

@@ -424,12 +424,12 @@ describe('Telegram upload limits', () => {
     const api = createTelegramApi(app.container.config.telegram);
     const texts = textsFor('en');
 
-    await new TelegramDelivery(app.container, api, undefined, { limits: { photo: size - 1, upload: size } }).sendResult(String(pat.id), generation, texts);
+    await new TelegramDelivery(app.container, api, { limits: { photo: size - 1, upload: size } }).sendResult(String(pat.id), generation, texts);
     const document = await tg.waitFor(() => tg.callsOf('sendDocument', pat.id)[0]);
     expect(document.files.document?.bytes.length).toBe(size);
     expect(tg.callsOf('sendPhoto', pat.id)).toHaveLength(1);
 
-    await new TelegramDelivery(app.container, api, undefined, { limits: { photo: size - 1, upload: size - 1 } }).sendResult(String(pat.id), generation, texts);
+    await new TelegramDelivery(app.container, api, { limits: { photo: size - 1, upload: size - 1 } }).sendResult(String(pat.id), generation, texts);
     await waitForText(pat.id, /^The result is too large to send through Telegram/);
     expect(tg.callsOf('sendDocument', pat.id)).toHaveLength(1);
   });

@@ -4,7 +4,7 @@
  * admin ledger command. Time is moved, never slept.
  */
 import path from 'node:path';
-import { runAdminCommand } from '../shared/admin/commands';
+import { runAdminCommand } from '../cli/admin-commands';
 import { Generation, LedgerEntry, User } from '../shared/db/entities';
 import { useTestApp } from './helpers/app';
 import { FakeProvider } from './helpers/fake-provider';

@@ -9,7 +9,7 @@ import path from 'node:path';
 import Redis from 'ioredis';
 import { loadConfig, DEFAULT_UPSTREAM_CONCURRENCY } from '../shared/config';
 import { LocalProviderSlots, RedisProviderSlots } from '../shared/providers/concurrency';
-import { BUSY_TOO_LONG } from '../shared/generation/runner';
+import { BUSY_TOO_LONG } from '../shared/generation/provider-calls';
 import { Generation } from '../shared/db/entities';
 import type { ImageRequest, ProviderAdapter } from '../shared/providers/types';
 import { useTestApp } from './helpers/app';

@@ -109,10 +109,11 @@ describe('the recovery sweep', () => {
     const pending = await app.http().post('/api/v2/generate').set(...auth).send({ model: 'fake-art', prompt: 'left behind' });
     expect(pending.body.status).toBe('pending');
     // A synchronous row whose request died long ago (its process crashed mid-call).
-    const accepted = await app.container.generations.accept(
+    // Accepted, then neither run nor queued: its process died before it could.
+    const accepted = await app.container.generations.start(
       { user: (await app.container.users.getById(user.id)), plan: app.container.plans.get('free') },
       { model: 'fake-text', prompt: 'orphan', topLevel: {} },
-      { source: 'api' },
+      { source: 'api', runIn: 'background', beforeRun: async () => false },
     );
     app.clock.advance(3600);
 

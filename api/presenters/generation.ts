@@ -4,9 +4,10 @@
  * category/type); only `id` differs: integer in shape A, "gen_<n>" in shape B (decisions.md).
  */
 import type { Catalog } from '../../shared/catalog';
-import type { Container } from '../../shared/container';
+import type { Clock } from '../../shared/clock';
 import type { Generation } from '../../shared/db/entities';
-import { iso } from '../../shared/accounts/present';
+import type { StreamEnd } from '../../shared/generation/types';
+import { iso } from './dates';
 
 export type IdShape = 'A' | 'B';
 
@@ -115,12 +116,29 @@ export function presentHistoryItem(generation: Generation, catalog: Catalog, pub
   };
 }
 
-/**
- * A generation with its owner's balance (`balance_remaining`), as every generation endpoint
- * answers: read now, or `knownBalance` when this request has just read it (the capture returns
- * the balance after its charge; authentication read it at the start of the request).
- */
-export async function presentWithBalance(container: Container, generation: Generation, shape: IdShape, knownBalance?: number | null) {
-  const balance = knownBalance ?? (await container.users.balanceOf(generation.userId));
-  return presentGeneration(generation, shape, { publicBaseUrl: container.config.publicBaseUrl, now: container.clock(), balance });
+/** What presenting a generation needs besides the row: where files are served, the time, the balance. */
+export function presentContext(deps: { config: { publicBaseUrl: string }; clock: Clock }, balance: number): PresentContext {
+  return { publicBaseUrl: deps.config.publicBaseUrl, now: deps.clock(), balance };
+}
+
+/** The stream's first event (decisions.md "Streaming"). */
+export function presentStreamStart(generation: Generation) {
+  return { id: `gen_${generation.id}`, model: generation.modelSlug, created_at: generation.createdAt.toISOString() };
+}
+
+export function presentStreamDelta(generation: Generation, delta: string) {
+  return { id: `gen_${generation.id}`, delta };
+}
+
+/** The stream's last event: how it ended, what it cost, the balance after. */
+export function presentStreamEnd({ generation, balance }: StreamEnd) {
+  return {
+    id: `gen_${generation.id}`,
+    status: generation.status,
+    content: generation.resultText ?? '',
+    tokens_used: generation.tokensSpent,
+    balance_remaining: balance,
+    usage: parseJson(generation.usage),
+    ...(generation.error ? { error: generation.error } : {}),
+  };
 }

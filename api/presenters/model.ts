@@ -1,5 +1,6 @@
 /** A catalog model as spec 2.5 shows it, plus what a client needs to call it (params, async). */
 import type { ModelListing } from '../../shared/catalog';
+import type { CatalogModel } from '../../shared/catalog/types';
 import { paramSpecs } from '../../shared/generation/params';
 
 export function presentModel(listing: ModelListing) {
@@ -21,5 +22,16 @@ export function presentModel(listing: ModelListing) {
     is_async: !model.sync,
     aliases: model.aliases,
     params: paramSpecs(model),
+  };
+}
+
+/** calculate-price: the request's price, the model's range, and the params as normalized. */
+export function presentPrice(quote: { model: CatalogModel; params: Record<string, unknown>; price: number }, listing: ModelListing) {
+  return {
+    model: quote.model.slug,
+    token_cost: quote.price,
+    min_token_cost: listing.minTokenCost,
+    max_token_cost: listing.maxTokenCost,
+    params: quote.params,
   };
 }

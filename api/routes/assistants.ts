@@ -2,7 +2,7 @@
 import Router from '@koa/router';
 import { z } from 'zod';
 import type { Assistant, AssistantStats } from '../../shared/assistants';
-import { iso } from '../../shared/accounts/present';
+import { iso } from '../presenters/dates';
 import { AppCustom, AppState, callerOf } from '../context';
 import { parseBody, validate } from '../http';
 import { requireAuth } from '../middleware/auth';

@@ -5,7 +5,7 @@ import { ACCESS_TOKEN_TTL_SECONDS } from '../../shared/auth/access-tokens';
 import type { SignedIn } from '../../shared/auth/password-accounts';
 import type { ClientInfo } from '../../shared/auth/sessions';
 import { REFRESH_TOKEN_TTL_DAYS } from '../../shared/auth/sessions';
-import { presentLoginUser, iso } from '../../shared/accounts/present';
+import { presentAuthMethods, presentLoginUser, presentSession } from '../presenters/account';
 import { AppError } from '../../shared/errors';
 import { AppContext, AppCustom, AppState, callerOf } from '../context';
 import { EmailSchema, parseBody, parseId, PasswordSchema } from '../http';
@@ -159,11 +159,7 @@ export function authRoutes(): Router<AppState, AppCustom> {
     const identities = await ctx.container.users.identities(caller.user.id);
     ctx.body = {
       linked: true,
-      auth_methods: {
-        messenger: identities.some((i) => i.kind === 'messenger'),
-        identity_provider: identities.some((i) => i.kind === 'identity_provider'),
-        email: identities.some((i) => i.kind === 'email'),
-      },
+      auth_methods: presentAuthMethods(identities),
     };
   });
 
@@ -171,13 +167,7 @@ export function authRoutes(): Router<AppState, AppCustom> {
     const caller = callerOf(ctx);
     const sessions = await ctx.container.sessions.list(caller.user.id);
     ctx.body = {
-      sessions: sessions.map((s) => ({
-        id: s.id,
-        created_at: iso(s.createdAt),
-        last_used_at: iso(s.lastUsedAt),
-        user_agent: s.userAgent,
-        current: s.id === caller.sessionId,
-      })),
+      sessions: sessions.map((s) => presentSession(s, caller.sessionId)),
     };
   });
 

@@ -1,35 +1,55 @@
 /** POST /generate and reading generations back: spec 4.1, 4.5, 6.2; decisions.md. */
 import crypto from 'node:crypto';
-import { PassThrough } from 'node:stream';
 import Router from '@koa/router';
-import { tokenBalance } from '../../shared/billing';
+import { z } from 'zod';
 import { AppError } from '../../shared/errors';
-import { splitRequestBody } from '../../shared/generation/input';
+import { GenerateRequest, splitRequestBody } from '../../shared/generation/input';
 import { parseGenerationId } from '../../shared/generation/service';
+import type { StartOptions, StreamEnd } from '../../shared/generation/types';
 import { AppContext, AppCustom, AppState, callerOf } from '../context';
 import { parseBody } from '../http';
 import { requireAuth, setRateLimitHeaders } from '../middleware/auth';
-import { idShapeForCategory, IdShape, presentWithBalance } from '../presenters/generation';
-import type { Generation } from '../../shared/db/entities';
-import { z } from 'zod';
+import {
+  idShapeForCategory,
+  presentContext,
+  presentGeneration,
+  presentStreamDelta,
+  presentStreamEnd,
+  presentStreamStart,
+} from '../presenters/generation';
+import { clientGone, EventStream, pipeEvents } from '../sse';
 
 const AnyObject = z.record(z.string(), z.unknown());
 
-function idempotencyKey(ctx: AppContext): string | undefined {
+/** The API's options of a generate request: its Idempotency-Key, and a hash telling its replays apart. */
+function startOptions(ctx: AppContext, body: Record<string, unknown>): StartOptions {
   const key = ctx.get('idempotency-key').trim();
-  if (!key) return undefined;
-  if (key.length > 128 || !/^[\x21-\x7e]+$/.test(key)) {
-    throw AppError.validation('Idempotency-Key', 'must be 1–128 visible ASCII characters');
+  if (!key) return { source: 'api' };
+  if (key.length > 128 || !/^[\x21-\x7e]+$/.test(key)) throw AppError.validation('Idempotency-Key', 'must be 1–128 visible ASCII characters');
+  // Only a keyed request can be replayed, so only its body needs telling apart from another.
+  return { source: 'api', idempotencyKey: key, requestHash: crypto.createHash('sha256').update(JSON.stringify(body)).digest('hex') };
+}
+
+/** A streamed generation as the contract's events: generation_start, content_delta…, generation_end. */
+async function* streamEvents(start: StreamEnd, deltas: AsyncGenerator<string, StreamEnd>) {
+  yield { event: 'generation_start', data: presentStreamStart(start.generation) };
+  let next = await deltas.next();
+  while (!next.done) {
+    yield { event: 'content_delta', data: presentStreamDelta(start.generation, next.value) };
+    next = await deltas.next();
   }
-  return key;
+  yield { event: 'generation_end', data: presentStreamEnd(next.value) };
 }
 
-function present(ctx: AppContext, generation: Generation, shape: IdShape, knownBalance?: number | null) {
-  return presentWithBalance(ctx.container, generation, shape, knownBalance);
-}
-
-function sse(stream: PassThrough, event: string, data: unknown): void {
-  stream.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+async function stream(ctx: AppContext, request: GenerateRequest, options: StartOptions): Promise<void> {
+  const streamed = await ctx.container.generations.stream(callerOf(ctx), request, options, clientGone(ctx));
+  if (streamed.limits) setRateLimitHeaders(ctx, streamed.limits);
+  if (!streamed.deltas) {
+    // A replay (or a request refused at once) answers as JSON.
+    ctx.body = presentGeneration(streamed.generation, 'B', presentContext(ctx.container, streamed.balance));
+    return;
+  }
+  pipeEvents(new EventStream(ctx), streamEvents(streamed, streamed.deltas), (error) => ctx.container.log.error({ err: error }, 'stream writer failed'));
 }
 
 export function generateRoutes(): Router<AppState, AppCustom> {
@@ -37,89 +57,30 @@ export function generateRoutes(): Router<AppState, AppCustom> {
   router.use(requireAuth);
 
   router.post('/', async (ctx) => {
-    const caller = callerOf(ctx);
     const body = parseBody(ctx, AnyObject);
-    const request = await ctx.container.generations.prepare(caller.user.id, splitRequestBody(body));
-    const { generations } = ctx.container;
-    const key = idempotencyKey(ctx);
-    const options = {
-      idempotencyKey: key,
-      // Only a keyed request can be replayed, so only its body needs telling apart from another.
-      requestHash: key === undefined ? undefined : crypto.createHash('sha256').update(JSON.stringify(body)).digest('hex'),
-      source: 'api' as const,
-    };
-
-    const wantsStream = request.stream === true;
-    if (wantsStream) {
-      const model = generations.model(request.model);
-      if (model.category !== 'text' || !model.supportsStreaming) throw AppError.validation('stream', 'this model does not stream');
-      const accepted = await generations.accept(caller, request, options);
-      if (accepted.limits) setRateLimitHeaders(ctx, accepted.limits);
-      if (accepted.replay || accepted.generation.status !== 'pending') {
-        ctx.body = await present(ctx, accepted.generation, 'B');
-        return;
-      }
-      const generation = accepted.generation;
-      const disconnected = new AbortController();
-      ctx.res.on('close', () => {
-        if (!ctx.res.writableFinished) disconnected.abort(new Error('client disconnected'));
-      });
-      const stream = new PassThrough();
-      ctx.status = 200;
-      ctx.set('Content-Type', 'text/event-stream; charset=utf-8');
-      ctx.set('Cache-Control', 'no-cache, no-transform');
-      ctx.set('X-Accel-Buffering', 'no');
-      ctx.body = stream;
-      const id = `gen_${generation.id}`;
-      sse(stream, 'generation_start', { id, model: generation.modelSlug, created_at: generation.createdAt.toISOString() });
-      void (async () => {
-        const iterator = generations.runner.streamText(generation, accepted.model, disconnected.signal);
-        let next = await iterator.next();
-        while (!next.done) {
-          sse(stream, 'content_delta', { id, delta: next.value });
-          next = await iterator.next();
-        }
-        const ended = next.value;
-        const presented = await present(ctx, ended, 'B');
-        sse(stream, 'generation_end', {
-          id,
-          status: ended.status,
-          content: ended.resultText ?? '',
-          tokens_used: ended.tokensSpent,
-          balance_remaining: presented.balance_remaining,
-          usage: presented.usage ?? null,
-          ...(ended.error ? { error: ended.error } : {}),
-        });
-        stream.end();
-      })().catch((error: unknown) => {
-        ctx.container.log.error({ err: error }, 'stream writer failed');
-        stream.end();
-      });
-      return;
-    }
-
+    const request = splitRequestBody(body);
+    const options = startOptions(ctx, body);
+    if (request.stream === true) return stream(ctx, request, options);
     // A synchronous generation runs to its end even if the client goes away: it is charged only
     // when it completes, and its result stays in history.
-    const accepted = await generations.start(caller, request, options);
-    if (accepted.limits) setRateLimitHeaders(ctx, accepted.limits);
-    ctx.status = 200;
-    // Unless this request charged it, the balance is as authentication read it moments ago.
-    ctx.body = await present(ctx, accepted.generation, idShapeForCategory(accepted.model.category), accepted.balance ?? tokenBalance(caller.user));
+    const started = await ctx.container.generations.start(callerOf(ctx), request, options);
+    if (started.limits) setRateLimitHeaders(ctx, started.limits);
+    ctx.body = presentGeneration(started.generation, idShapeForCategory(started.model.category), presentContext(ctx.container, started.balance));
   });
 
   router.get('/status/:id', async (ctx) => {
-    const generation = await ctx.container.generations.get(callerOf(ctx).user.id, parseGenerationId(ctx.params.id));
-    ctx.body = await present(ctx, generation, 'B');
+    const polled = await ctx.container.generations.poll(callerOf(ctx).user.id, parseGenerationId(ctx.params.id));
+    ctx.body = presentGeneration(polled.generation, 'B', presentContext(ctx.container, polled.balance));
   });
 
   router.get('/:id', async (ctx) => {
-    const generation = await ctx.container.generations.get(callerOf(ctx).user.id, parseGenerationId(ctx.params.id));
-    ctx.body = await present(ctx, generation, 'A');
+    const polled = await ctx.container.generations.poll(callerOf(ctx).user.id, parseGenerationId(ctx.params.id));
+    ctx.body = presentGeneration(polled.generation, 'A', presentContext(ctx.container, polled.balance));
   });
 
   router.post('/:id/cancel', async (ctx) => {
-    const generation = await ctx.container.generations.cancel(callerOf(ctx).user.id, parseGenerationId(ctx.params.id));
-    ctx.body = await present(ctx, generation, 'A');
+    const cancelled = await ctx.container.generations.cancel(callerOf(ctx).user.id, parseGenerationId(ctx.params.id));
+    ctx.body = presentGeneration(cancelled.generation, 'A', presentContext(ctx.container, cancelled.balance));
   });
 
   return router;

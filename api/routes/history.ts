@@ -1,7 +1,7 @@
 /** History and the ledger: spec 4.8; decisions.md "Both shapes", "Generations and billing". */
 import Router from '@koa/router';
 import { z } from 'zod';
-import { iso } from '../../shared/accounts/present';
+import { iso } from '../presenters/dates';
 import type { Category } from '../../shared/catalog/types';
 import { CATEGORIES } from '../../shared/catalog/types';
 import { parseGenerationId } from '../../shared/generation/service';

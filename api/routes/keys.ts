@@ -1,7 +1,8 @@
 /** API keys: spec 4.12, decisions.md "API keys". */
 import Router from '@koa/router';
 import { z } from 'zod';
-import { iso } from '../../shared/accounts/present';
+import { presentApiKey } from '../presenters/account';
+import { iso } from '../presenters/dates';
 import { AppError } from '../../shared/errors';
 import { AppCustom, AppState, callerOf } from '../context';
 import { parseBody, parseId } from '../http';
@@ -25,14 +26,7 @@ export function keyRoutes(): Router<AppState, AppCustom> {
   router.get('/', async (ctx) => {
     const keys = await ctx.container.apiKeys.list(callerOf(ctx).user.id);
     ctx.body = {
-      keys: keys.map((k) => ({
-        id: k.id,
-        name: k.name,
-        prefix: k.prefix,
-        last_four: k.lastFour,
-        created_at: iso(k.createdAt),
-        last_used_at: iso(k.lastUsedAt),
-      })),
+      keys: keys.map(presentApiKey),
       total: keys.length,
     };
   });

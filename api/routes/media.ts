@@ -10,8 +10,7 @@ import { splitRequestBody } from '../../shared/generation/input';
 import { parseGenerationId } from '../../shared/generation/service';
 import { AppContext, AppCustom, AppState, callerOf } from '../context';
 import { requireAuth, setRateLimitHeaders } from '../middleware/auth';
-import { presentWithBalance } from '../presenters/generation';
-import { tokenBalance } from '../../shared/billing';
+import { presentContext, presentGeneration } from '../presenters/generation';
 import { formField, multipartBody, UploadedMedia, uploadedAudio, uploadedImage } from '../uploads';
 
 async function store(ctx: AppContext, media: UploadedMedia): Promise<string> {
@@ -27,21 +26,23 @@ function booleanField(ctx: AppContext, name: string): boolean | undefined {
   throw AppError.validation(name, 'must be true or false');
 }
 
-async function run(ctx: AppContext, category: Category, body: Record<string, unknown>): Promise<void> {
-  const { generations } = ctx.container;
-  const model = generations.model(typeof body.model === 'string' ? body.model : undefined);
-  if (model.category !== category) throw AppError.validation('model', `must be a ${category} model`);
-  const caller = callerOf(ctx);
-  const accepted = await generations.start(caller, splitRequestBody(body), { source: 'api' });
-  if (accepted.limits) setRateLimitHeaders(ctx, accepted.limits);
-  // Unless this request charged it, the balance is as authentication read it moments ago.
-  ctx.body = await presentWithBalance(ctx.container, accepted.generation, 'A', accepted.balance ?? tokenBalance(caller.user));
+/** The model is checked before an upload is stored, so a bad request leaves nothing behind. */
+function requireModel(ctx: AppContext, slug: string | undefined, category: Category, message: string) {
+  const model = ctx.container.generations.model(slug);
+  if (model.category !== category) throw AppError.validation('model', message);
+  return model;
+}
+
+async function start(ctx: AppContext, body: Record<string, unknown>): Promise<void> {
+  const started = await ctx.container.generations.start(callerOf(ctx), splitRequestBody(body), { source: 'api' });
+  if (started.limits) setRateLimitHeaders(ctx, started.limits);
+  ctx.body = presentGeneration(started.generation, 'A', presentContext(ctx.container, started.balance));
 }
 
 async function show(ctx: AppContext, rawId: string | undefined, categories: string[]): Promise<void> {
-  const generation = await ctx.container.generations.get(callerOf(ctx).user.id, parseGenerationId(rawId));
-  if (!categories.includes(generation.category)) throw new AppError('not_found');
-  ctx.body = await presentWithBalance(ctx.container, generation, 'A');
+  const polled = await ctx.container.generations.poll(callerOf(ctx).user.id, parseGenerationId(rawId));
+  if (!categories.includes(polled.generation.category)) throw new AppError('not_found');
+  ctx.body = presentGeneration(polled.generation, 'A', presentContext(ctx.container, polled.balance));
 }
 
 export function mediaRoutes(): Router<AppState, AppCustom> {
@@ -49,12 +50,10 @@ export function mediaRoutes(): Router<AppState, AppCustom> {
 
   router.post('/stt', requireAuth, multipartBody(1), async (ctx) => {
     const model = formField(ctx, 'model');
-    // The model is checked before the upload is stored, so a bad request leaves nothing behind.
-    const found = ctx.container.generations.model(model);
-    if (found.category !== 'stt') throw AppError.validation('model', 'must be a speech-to-text model');
+    requireModel(ctx, model, 'stt', 'must be a speech-to-text model');
     const audio = await uploadedAudio(ctx, 'audio');
     const language = formField(ctx, 'language');
-    await run(ctx, 'stt', {
+    await start(ctx, {
       model,
       audio_url: await store(ctx, audio),
       ...(language ? { language } : {}),
@@ -64,8 +63,7 @@ export function mediaRoutes(): Router<AppState, AppCustom> {
 
   router.post('/tools', requireAuth, multipartBody(2), async (ctx) => {
     const model = formField(ctx, 'model');
-    const found = ctx.container.generations.model(model);
-    if (found.category !== 'tool') throw AppError.validation('model', 'must be a tool');
+    const found = requireModel(ctx, model, 'tool', 'must be a tool');
     const source = (await uploadedImage(ctx, 'source_image')) as UploadedMedia;
     const target = await uploadedImage(ctx, 'target_image', found.slug === 'face-swap');
     const params: Record<string, unknown> = {};
@@ -74,7 +72,7 @@ export function mediaRoutes(): Router<AppState, AppCustom> {
       if (value !== undefined && value !== '') params[name] = name === 'scale' && /^\d+$/.test(value) ? Number(value) : value;
     }
     const prompt = formField(ctx, 'prompt');
-    await run(ctx, 'tool', {
+    await start(ctx, {
       model,
       ...(prompt ? { prompt } : {}),
       image_url: await store(ctx, source),
@@ -87,7 +85,7 @@ export function mediaRoutes(): Router<AppState, AppCustom> {
     const image = (await uploadedImage(ctx, 'image')) as UploadedMedia;
     const mask = (await uploadedImage(ctx, 'mask')) as UploadedMedia;
     const prompt = formField(ctx, 'prompt');
-    await run(ctx, 'tool', {
+    await start(ctx, {
       model: 'inpaint',
       ...(prompt ? { prompt } : {}),
       image_url: await store(ctx, image),

@@ -6,7 +6,7 @@ import { PlanNameSchema } from '../../shared/plans';
 import { splitRequestBody } from '../../shared/generation/input';
 import { AppCustom, AppState } from '../context';
 import { parseBody, validate } from '../http';
-import { presentModel } from '../presenters/model';
+import { presentModel, presentPrice } from '../presenters/model';
 
 const ListQuery = z.object({
   category: z.enum(CATEGORIES).optional(),
@@ -34,19 +34,9 @@ export function modelRoutes(): Router<AppState, AppCustom> {
   });
 
   router.post('/:slug/calculate-price', async (ctx) => {
-    const { generations, catalog } = ctx.container;
-    const model = generations.model(ctx.params.slug);
     const body = parseBody(ctx, z.record(z.string(), z.unknown()));
-    const request = splitRequestBody({ ...body, model: model.slug });
-    const params = generations.quoteParams(model, request);
-    const listing = catalog.listing(model);
-    ctx.body = {
-      model: model.slug,
-      token_cost: params.price,
-      min_token_cost: listing.minTokenCost,
-      max_token_cost: listing.maxTokenCost,
-      params: params.params,
-    };
+    const quote = ctx.container.generations.price(splitRequestBody({ ...body, model: ctx.params.slug }));
+    ctx.body = presentPrice(quote, ctx.container.catalog.listing(quote.model));
   });
 
   return router;

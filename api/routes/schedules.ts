@@ -1,30 +1,10 @@
 /** Scheduled generations: spec 2.8, 4.11; decisions.md "Other records". */
 import Router from '@koa/router';
-import { iso } from '../../shared/accounts/present';
-import type { Schedule } from '../../shared/db/entities';
 import { ScheduleInput } from '../../shared/schedules';
 import { AppCustom, AppState, callerOf } from '../context';
 import { parseBody, parseId } from '../http';
 import { requireAuth } from '../middleware/auth';
-
-export function presentSchedule(s: Schedule) {
-  return {
-    id: s.id,
-    name: s.name,
-    cron: s.cron,
-    model: s.model,
-    prompt: s.prompt,
-    params: JSON.parse(s.params) as Record<string, unknown>,
-    is_active: Boolean(s.isActive),
-    timezone: s.timezone,
-    next_run_at: iso(s.nextRunAt),
-    last_run_at: iso(s.lastRunAt),
-    last_generation_id: s.lastGenerationId,
-    last_error: s.lastError,
-    created_at: iso(s.createdAt),
-    updated_at: iso(s.updatedAt),
-  };
-}
+import { presentSchedule } from '../presenters/schedule';
 
 const Patch = ScheduleInput.partial();
 

@@ -1,7 +1,7 @@
 /** The caller's own account: spec 4.7 (user, balance, settings) and account deletion. */
 import Router from '@koa/router';
 import { z } from 'zod';
-import { presentBalance, presentSettings, presentUser } from '../../shared/accounts/present';
+import { presentBalance, presentSettings, presentUser } from '../presenters/account';
 import { deleteAccount } from '../../shared/accounts/delete-account';
 import { AppContext, AppCustom, AppState, callerOf } from '../context';
 import { parseBody } from '../http';

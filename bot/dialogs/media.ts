@@ -6,6 +6,7 @@
  * update id keys the generation, so a redelivered press is not charged twice.
  */
 import { InlineKeyboard } from 'grammy';
+import { freeBalance } from '../../shared/billing';
 import { refusalText } from '../../shared/telegram/refusal';
 import { Texts, TEXTS } from '../../shared/telegram/texts';
 import type { BotServices, Dialog, DialogContext } from '../context';
@@ -73,10 +74,9 @@ export function mediaDialog(services: BotServices, kind: MediaKind): (conversati
     if (setup.format) params.format = setup.format;
     for (const option of setup.options) {
       const priced = await conversation.external(() => {
-        const model = catalog.find(chosenSlug);
         return option.values.map((value) => {
           try {
-            return { value, price: model ? generations.quoteParams(model, { params: { ...params, [option.param]: value }, topLevel: {} }).price : null };
+            return { value, price: generations.price({ model: chosenSlug, params: { ...params, [option.param]: value }, topLevel: {} }).price };
           } catch {
             return { value, price: null };
           }
@@ -96,10 +96,8 @@ export function mediaDialog(services: BotServices, kind: MediaKind): (conversati
     const quote = await conversation.external(async () => {
       const a = await services.accountOf(from);
       try {
-        const model = generations.model(chosenSlug);
-        if (!plans.allows(a.plan.name, model.minPlan)) return { ok: false as const, text: texts.insufficientPlan };
-        const { price } = generations.quote(model, { model: chosenSlug, prompt, params, topLevel: {} });
-        const balance = Math.max(0, a.user.subscriptionTokens + a.user.bonusTokens - a.user.heldTokens);
+        const { model, price } = generations.price({ model: chosenSlug, prompt, params, topLevel: {} }, { plan: a.plan, whole: true });
+        const balance = freeBalance(a.user);
         return { ok: true as const, price, balance, name: model.name };
       } catch (error) {
         const text = refusalText(error, texts, clock());

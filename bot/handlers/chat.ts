@@ -30,7 +30,7 @@ export function registerChat(bot: Bot<BotContext>, services: BotServices): { cha
     if (ctx.me.username) text = text.replace(new RegExp(`@${ctx.me.username}\\b`, 'gi'), '').trim();
     if (!text) return;
     const a = services.account(ctx);
-    await startChatTurn(services, {
+    await startChatTurn(container, services.api, {
       user: a.user,
       plan: a.plan,
       language: a.language,

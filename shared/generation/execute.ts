@@ -3,13 +3,20 @@
  * capability's result into an Outcome.
  */
 import type { CatalogModel } from '../catalog/types';
-import { CallOptions, ProviderAdapter, ProviderError } from '../providers/types';
+import { CallOptions, ProviderAdapter, ProviderError, TextRequest } from '../providers/types';
 import type { GenerationInput } from './input';
-import type { Outcome } from './provider-calls';
+import type { InputFetcher, Outcome } from './types';
 
-/** Reads a user-supplied URL (http(s), data:, or one of our own result URLs) into bytes. */
-export interface InputFetcher {
-  fetch(url: string, signal: AbortSignal): Promise<Buffer>;
+/** The provider request of a chat turn (a completion or a stream). */
+export function textRequest(model: CatalogModel, input: GenerationInput): TextRequest {
+  const p = input.params;
+  return {
+    upstreamModel: model.upstreamModel,
+    messages: input.messages ?? [],
+    temperature: typeof p.temperature === 'number' ? p.temperature : 0.7,
+    maxTokens: typeof p.max_tokens === 'number' ? p.max_tokens : null,
+    maxContext: typeof model.config.max_context === 'number' ? model.config.max_context : null,
+  };
 }
 
 /** Width and height for a `WxH` size, or for an aspect ratio at about one megapixel (multiples of 64). */
@@ -50,16 +57,7 @@ export async function executeCategory(
   const base = { provider: adapter.name, resultText: null, file: null, thumbnail: null, usage: null, seed: null };
   switch (model.category) {
     case 'text': {
-      const result = await need(adapter.text, adapter, 'text').complete(
-        {
-          upstreamModel: model.upstreamModel,
-          messages: input.messages ?? [],
-          temperature: typeof p.temperature === 'number' ? p.temperature : 0.7,
-          maxTokens: typeof p.max_tokens === 'number' ? p.max_tokens : null,
-          maxContext: typeof model.config.max_context === 'number' ? model.config.max_context : null,
-        },
-        options,
-      );
+      const result = await need(adapter.text, adapter, 'text').complete(textRequest(model, input), options);
       return { ...base, resultText: result.content, usage: result.usage, metadata: {} };
     }
     case 'image': {

@@ -9,7 +9,7 @@ import { UrlFetcher, UrlFetchError, UrlRefusedError } from '../net/url-fetch';
 import { ProviderError } from '../providers/types';
 import type { Storage } from '../storage';
 import { isValidKey } from '../storage';
-import type { InputFetcher } from './execute';
+import type { InputFetcher } from './types';
 
 export const MAX_INPUT_BYTES = 25 * 1024 * 1024;
 

@@ -7,20 +7,11 @@ import type { Generation } from '../db/entities';
 import type { Logger } from '../log';
 import type { ProviderSlots, ReleaseSlot } from '../providers/concurrency';
 import type { ProviderRegistry } from '../providers/registry';
-import { CallOptions, FileOutput, ProviderAdapter, ProviderError, Usage } from '../providers/types';
+import { CallOptions, InputProblem, ProviderAdapter, ProviderError } from '../providers/types';
 import type { Storage } from '../storage';
-import { executeCategory, InputFetcher } from './execute';
+import { executeCategory } from './execute';
 import { readInput } from './stored-input';
-
-export interface Outcome {
-  provider: string;
-  resultText: string | null;
-  file: FileOutput | null;
-  thumbnail: FileOutput | null;
-  metadata: Record<string, unknown>;
-  usage: Usage | null;
-  seed: number | null;
-}
+import type { InputFetcher, Outcome } from './types';
 
 /**
  * A job waits this long for a slot of a provider at its concurrency cap, then goes back to the
@@ -40,10 +31,9 @@ export class ProviderBusyError extends Error {
   }
 }
 
-/** A job that could not start now and should run again later, under a job id of its own. */
-export interface DeferredRun {
-  delayMs: number;
-  jobId: string;
+/** A request (not a queued job) that finds its provider busy within its timeout is told to come back. */
+export function busyAsRateLimited(error: unknown): unknown {
+  return error instanceof ProviderBusyError ? new ProviderError('rate_limited', 'The provider is busy; try again shortly') : error;
 }
 
 export class ProviderCalls {
@@ -73,9 +63,11 @@ export class ProviderCalls {
       .map((c) => ({ adapter: this.providers.get(c.provider), upstreamModel: c.upstreamModel }));
   }
 
-  /** The provider a new run of the model tries first (null: none is configured). */
-  firstProvider(model: CatalogModel): string | null {
-    return this.candidates(model)[0]?.adapter.name ?? null;
+  /** The check at acceptance of the provider a new run tries first (see ProviderAdapter.checkInput). */
+  async checkInput(model: CatalogModel, params: Readonly<Record<string, unknown>>, read: (url: string) => Promise<Buffer>): Promise<InputProblem | null> {
+    const first = this.candidates(model)[0];
+    if (!first?.adapter.checkInput) return null;
+    return first.adapter.checkInput({ upstreamModel: first.upstreamModel, params, read });
   }
 
   /**

@@ -14,33 +14,17 @@ import type { ProviderRegistry } from '../providers/registry';
 import { ProviderError, Usage } from '../providers/types';
 import type { Storage } from '../storage';
 import type { ProviderSlots, ReleaseSlot } from '../providers/concurrency';
+import type { InputProblem } from '../providers/types';
 import type { JobContext } from '../queue/types';
-import type { InputFetcher } from './execute';
-import { BUSY_RETRY_MS, BUSY_TOO_LONG, DeferredRun, JOB_SLOT_WAIT_MS, MAX_BUSY_WAIT_MS, Outcome, ProviderBusyError, ProviderCalls } from './provider-calls';
+import { textRequest } from './execute';
+import { BUSY_RETRY_MS, BUSY_TOO_LONG, busyAsRateLimited, JOB_SLOT_WAIT_MS, MAX_BUSY_WAIT_MS, ProviderBusyError, ProviderCalls } from './provider-calls';
 import { readInput } from './stored-input';
 import type { CompletionSet, FailureSet, GenerationStore } from './store';
-
-export { BUSY_RETRY_MS, BUSY_TOO_LONG, JOB_SLOT_WAIT_MS, MAX_BUSY_WAIT_MS, ProviderBusyError };
-export type { DeferredRun, Outcome };
-
-/** What the end of a generation came with, besides the row. */
-export interface EndFacts {
-  /** Whether the owner has an active webhook, when the completion read it; null when not read. */
-  hasWebhooks: boolean | null;
-}
-
-/** Listeners told when a generation ends (the bot and webhooks subscribe later). */
-export type GenerationEndListener = (generation: Generation, facts: EndFacts) => void;
+import type { DeferredRun, EndFacts, Ended, GenerationEndListener, InputFetcher, Outcome } from './types';
 
 const UNKNOWN: EndFacts = { hasWebhooks: null };
 
 export const CANCELLED = 'Cancelled';
-
-/** A generation as a run left it, with its owner's balance when this run charged it. */
-export interface Ended {
-  generation: Generation;
-  balance: number | null;
-}
 
 /**
  * A runner holds a row for this long and renews the lease while it works, so a crashed worker's
@@ -116,9 +100,9 @@ export class GenerationRunner {
     }
   }
 
-  /** The provider a new run of the model tries first (null: none is configured). */
-  firstProvider(model: CatalogModel): string | null {
-    return this.calls.firstProvider(model);
+  /** The check at acceptance of the provider a new run of the model tries first. */
+  checkInput(model: CatalogModel, params: Readonly<Record<string, unknown>>, read: (url: string) => Promise<Buffer>): Promise<InputProblem | null> {
+    return this.calls.checkInput(model, params, read);
   }
 
   /** The model a row was made with (aliases and renamed slugs resolve). */
@@ -207,7 +191,7 @@ export class GenerationRunner {
         const outcome = await this.calls.execute(generation, model, { signal: combined }, model.timeoutSeconds * 1000);
         return (await this.complete(generation, outcome)) ?? { generation: await this.reload(generation.id), balance: null };
       } catch (caught) {
-        const error = caught instanceof ProviderBusyError ? new ProviderError('rate_limited', 'The provider is busy; try again shortly') : caught;
+        const error = busyAsRateLimited(caught);
         const transient = error instanceof ProviderError ? error.transient : !(error instanceof Error && error.name === 'AbortError');
         if (attempt === 1 && transient && !combined.aborted) {
           // Honour the provider's Retry-After when it fits in the model's time budget.
@@ -235,29 +219,21 @@ export class GenerationRunner {
    * once) or fails. If `signal` aborts (the client went away) the provider call stops and the
    * generation fails uncharged: nobody received it whole.
    */
-  async *streamText(generation: Generation, model: CatalogModel, signal: AbortSignal): AsyncGenerator<string, Generation> {
+  async *streamText(generation: Generation, model: CatalogModel, signal: AbortSignal): AsyncGenerator<string, Ended> {
     const run = this.runSignal(generation.id, model.timeoutSeconds * 1000, signal);
     const combined = run.signal;
     const candidate = this.calls.candidates(model)[0];
     let content = '';
     let usage: Usage | null = null;
     let release: ReleaseSlot | null = null;
+    let ended: Ended | null = null;
     try {
       const input = await readInput(generation, this.storage);
       if (!candidate?.adapter.text) throw new ProviderError('unavailable', `no provider is configured for ${model.slug}`);
       release = await this.calls.slotOf(candidate.adapter.name, model.timeoutSeconds * 1000, combined).catch((error: unknown) => {
-        throw error instanceof ProviderBusyError ? new ProviderError('rate_limited', 'The provider is busy; try again shortly') : error;
+        throw busyAsRateLimited(error);
       });
-      const chunks = candidate.adapter.text.stream(
-        {
-          upstreamModel: candidate.upstreamModel,
-          messages: input.messages ?? [],
-          temperature: typeof input.params.temperature === 'number' ? input.params.temperature : 0.7,
-          maxTokens: typeof input.params.max_tokens === 'number' ? input.params.max_tokens : null,
-          maxContext: typeof model.config.max_context === 'number' ? model.config.max_context : null,
-        },
-        { signal: combined },
-      );
+      const chunks = candidate.adapter.text.stream(textRequest({ ...model, upstreamModel: candidate.upstreamModel }, input), { signal: combined });
       for await (const chunk of chunks) {
         if (combined.aborted) break;
         if ('delta' in chunk) {
@@ -271,7 +247,7 @@ export class GenerationRunner {
       }
       if (signal.aborted) throw new ProviderError('timeout', 'Client disconnected before the end of the stream');
       if (combined.aborted) throw new ProviderError('timeout', 'The model did not answer in time');
-      await this.complete(generation, {
+      ended = await this.complete(generation, {
         provider: candidate.adapter.name,
         resultText: content,
         file: null,
@@ -287,7 +263,7 @@ export class GenerationRunner {
       run.done();
       await release?.();
     }
-    return this.reload(generation.id);
+    return ended ?? { generation: await this.reload(generation.id), balance: null };
   }
 
   /**

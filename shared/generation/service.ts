@@ -1,65 +1,43 @@
 /**
- * The generate pipeline: resolve the model → plan gate → validate → price → plan limit → hold the
- * price and insert the row in one transaction → run (synchronous models) or enqueue.
+ * The generation domain's entry points, one per use, for every way in (the API, the bot,
+ * schedules): `start` (accept, then run in the call or queue), `stream` (accept, then the text
+ * as it comes), `poll`, `cancel`, and `price` (what a request would cost).
+ *
+ * Accepting: resolve the model (an installed assistant applied once) → plan gate → validate →
+ * price → plan limit → fetch the URL inputs and let the provider check them → hold the price and
+ * insert the pending row in one transaction (billing/). A row then ends exactly once (runner.ts).
  */
-import sharp from 'sharp';
+import type { Assistants } from '../assistants';
+import { freeBalance, tokenBalance } from '../billing';
 import type { Catalog } from '../catalog';
-import { checkUpscaleInput } from '../providers/local/tools';
 import { priceOf } from '../catalog/pricing';
 import type { CatalogModel } from '../catalog/types';
 import type { Clock } from '../clock';
 import type { Database } from '../db/database';
-import { Generation, GenerationSource, User } from '../db/entities';
+import { isDuplicateKey } from '../db/errors';
+import { Generation, User } from '../db/entities';
 import { AppError } from '../errors';
 import type { GenerationLimiter, LimitSnapshot } from '../limits';
 import type { Logger } from '../log';
 import type { Plan, PlanTable } from '../plans';
 import type { Queue } from '../queue/types';
 import type { Storage } from '../storage';
-import { applyAssistant, GenerateRequest, GenerationInput, normalizeInput, userTexts } from './input';
-import type { Assistants } from '../assistants';
-import { normalizeParams } from './params';
+import { applyAssistant, GenerateRequest, normalizeInput, userTexts } from './input';
 import type { MediaInputs } from './media-inputs';
+import { normalizeParams } from './params';
+import { CANCELLED, GenerationRunner } from './runner';
+import { GenerationStore, HeldInsert, pendingGeneration } from './store';
+import { serializeInput } from './stored-input';
+import type { GenerationCaller, RunJob, StartOptions, Started, Streamed, StreamEnd } from './types';
 
 /** Params that name media the service will fetch. */
 const URL_PARAMS = ['image_url', 'audio_url', 'target_image_url', 'mask_url'];
-import { CANCELLED, GenerationRunner } from './runner';
-import { serializeInput } from './stored-input';
-import { isDuplicateKey } from '../db/errors';
-import { GenerationStore, HeldInsert, pendingGeneration } from './store';
-
-export interface GenerationCaller {
-  user: User;
-  plan: Plan;
-}
-
-export interface StartOptions {
-  idempotencyKey?: string;
-  /** SHA-256 of the request, to tell a replay from a reused key. */
-  requestHash?: string;
-  source: GenerationSource;
-  scheduleId?: number | null;
-  /** Aborts a synchronous run (the client went away). */
-  signal?: AbortSignal;
-  /** Called with the accepted pending row before it runs (e.g. to record where its result goes). */
-  beforeRun?: (generation: Generation) => Promise<void>;
-}
-
-export interface Accepted {
-  generation: Generation;
-  model: CatalogModel;
-  /** True when an Idempotency-Key replay returned an earlier generation. */
-  replay: boolean;
-  /** The limit windows after this request, for the response headers. */
-  limits: LimitSnapshot | null;
-  /** The owner's balance right after this request charged the generation (a synchronous run). */
-  balance?: number | null;
-}
 
 export const IDEMPOTENCY_WINDOW_MS = 24 * 3600 * 1000;
 export const CONTENT_POLICY_ERROR = 'Content policy violation';
 const PROMPT_HISTORY_LENGTH = 4000;
-
+/** How long a provider's check at acceptance may spend reading an input. */
+const INPUT_CHECK_READ_MS = 10_000;
 
 export function parseGenerationId(raw: string | number | undefined): number {
   const text = String(raw ?? '');
@@ -69,58 +47,169 @@ export function parseGenerationId(raw: string | number | undefined): number {
   return id;
 }
 
+/** The queue's id for a generation's run: a second enqueue of the same run is dropped. */
+export function runJobId(job: RunJob, generationId: number): string {
+  return job === 'bot.chat' ? `bot-chat-${generationId}` : `gen-${generationId}`;
+}
+
+/** A request with its assistant applied, and the model it names. */
+interface Resolved {
+  request: GenerateRequest;
+  model: CatalogModel;
+}
+
+/** A generation as accepting left it: held and pending, failed at once (content policy), or a replay. */
+interface Accepted {
+  generation: Generation;
+  model: CatalogModel;
+  replay: boolean;
+  limits: LimitSnapshot | null;
+}
+
+export interface GenerationsDeps {
+  db: Database;
+  store: GenerationStore;
+  runner: GenerationRunner;
+  catalog: Catalog;
+  plans: PlanTable;
+  limiter: GenerationLimiter;
+  queue: Queue;
+  storage: Storage;
+  inputs: MediaInputs;
+  assistants: Pick<Assistants, 'requireInstalled'>;
+  balances: { balanceOf(userId: number): Promise<number | null> };
+  clock: Clock;
+  log: Logger;
+  /** Words refused in any user text (CONTENT_POLICY_BLOCKLIST). */
+  blocklist: string[];
+}
+
 export class Generations {
   private readonly blocklist: RegExp | null;
 
-  constructor(
-    private readonly db: Database,
-    private readonly store: GenerationStore,
-    private readonly catalog: Catalog,
-    private readonly plans: PlanTable,
-    private readonly limiter: GenerationLimiter,
-    private readonly queue: Queue,
-    readonly runner: GenerationRunner,
-    private readonly storage: Storage,
-    private readonly inputs: MediaInputs,
-    private readonly assistants: Assistants,
-    private readonly clock: Clock,
-    blocklist: string[],
-    private readonly log: Logger,
-  ) {
-    const words = blocklist.map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).filter(Boolean);
+  constructor(private readonly deps: GenerationsDeps) {
+    const words = deps.blocklist.map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).filter(Boolean);
     this.blocklist = words.length ? new RegExp(`(^|[^\\p{L}\\p{N}_])(${words.join('|')})(?=$|[^\\p{L}\\p{N}_])`, 'iu') : null;
   }
 
   /** The offered model for a slug; unknown (or not configured here) is 404. */
   model(slug: string | undefined): CatalogModel {
     if (!slug) throw AppError.validation('model', 'is required');
-    const model = this.catalog.find(slug);
+    const model = this.deps.catalog.find(slug);
     if (!model) throw new AppError('not_found', { detail: `Unknown model: ${slug}` });
     return model;
   }
 
-  /** Validates and prices a request without running it (the price calculator uses this too). */
-  quote(model: CatalogModel, request: GenerateRequest): { input: GenerationInput; price: number } {
-    const input = normalizeInput(model, request);
-    return { input, price: priceOf(model, input.params) };
+  /**
+   * What a request would cost, with its params as normalized (defaults filled in). By default
+   * only the params are checked (calculate-price needs no prompt); `whole` checks the request as
+   * `start` would. With a plan, a model the plan does not allow is refused (403).
+   */
+  price(request: GenerateRequest, options: { plan?: Plan; whole?: boolean } = {}): { model: CatalogModel; params: Record<string, unknown>; price: number } {
+    const model = this.model(request.model);
+    if (options.plan && !this.deps.plans.allows(options.plan.name, model.minPlan)) throw new AppError('insufficient_plan');
+    const params = options.whole ? normalizeInput(model, request).params : normalizeParams(model, request.topLevel, request.params ?? {});
+    return { model, params, price: priceOf(model, params) };
   }
 
   /**
-   * The price of a request's params alone (calculate-price): params are validated and defaults
-   * filled, but the prompt or messages a real request needs are not required.
+   * Accepts the request and runs it: a synchronous model in this call (within its timeout), any
+   * other (or any, with `runIn: 'background'`) as a queued job. A replay of an earlier request
+   * (Idempotency-Key) returns that generation as it stands and charges nothing again.
    */
-  quoteParams(model: CatalogModel, request: GenerateRequest): { params: Record<string, unknown>; price: number } {
-    const params = normalizeParams(model, request.topLevel, request.params ?? {});
-    return { params, price: priceOf(model, params) };
+  async start(caller: GenerationCaller, request: GenerateRequest, options: StartOptions): Promise<Started> {
+    const accepted = await this.accept(caller, await this.resolve(caller.user.id, request), options);
+    const started: Started = { ...accepted, balance: tokenBalance(caller.user) };
+    const { generation, model } = accepted;
+    const background = options.runIn === 'background';
+    // A replay run in a request is its first request's to run; a background one may need queueing again.
+    if (generation.status !== 'pending' || (accepted.replay && !background)) return started;
+    if ((await options.beforeRun?.(generation, model)) === false) return started;
+    if (model.sync && !background) {
+      const ended = await this.deps.runner.runSync(generation, model, options.signal);
+      return { ...started, generation: ended.generation, balance: ended.balance ?? started.balance };
+    }
+    const job = options.job ?? 'generation.run';
+    await this.deps.queue.enqueue(job, { generationId: generation.id }, { jobId: runJobId(job, generation.id) });
+    return started;
   }
 
-  private violatesPolicy(input: GenerationInput): boolean {
-    return this.blocklist !== null && userTexts(input).some((t) => this.blocklist?.test(t));
+  /**
+   * Accepts a text request and streams it: the deltas as the provider sends them, then the end
+   * (charged once if it completes; if `signal` aborts, the client went away: the provider call
+   * stops and nothing is charged). No deltas for a replay or a request refused at once.
+   */
+  async stream(caller: GenerationCaller, request: GenerateRequest, options: StartOptions, signal: AbortSignal): Promise<Streamed> {
+    const resolved = await this.resolve(caller.user.id, request);
+    if (resolved.model.category !== 'text' || !resolved.model.supportsStreaming) throw AppError.validation('stream', 'this model does not stream');
+    const accepted = await this.accept(caller, resolved, options);
+    const balance = tokenBalance(caller.user);
+    if (accepted.replay || accepted.generation.status !== 'pending') return { ...accepted, balance, deltas: null };
+    return { ...accepted, balance, deltas: this.streamRun(accepted.generation, accepted.model, signal) };
+  }
+
+  private async *streamRun(generation: Generation, model: CatalogModel, signal: AbortSignal): AsyncGenerator<string, StreamEnd> {
+    const ended = yield* this.deps.runner.streamText(generation, model, signal);
+    return { generation: ended.generation, balance: ended.balance ?? (await this.balanceOf(generation.userId)) };
+  }
+
+  /** The caller's generation as it stands, with their balance; another user's (or a deleted one) is 404. */
+  async poll(userId: number, id: number): Promise<StreamEnd> {
+    const generation = await this.get(userId, id);
+    return { generation, balance: await this.balanceOf(userId) };
+  }
+
+  /** A pending generation becomes failed ("Cancelled") with its hold released; others stay as they are. */
+  async cancel(userId: number, id: number): Promise<StreamEnd> {
+    const generation = await this.get(userId, id);
+    if (generation.status === 'pending' && (await this.deps.runner.fail(id, CANCELLED))) {
+      this.deps.log.info({ generationId: id }, 'generation cancelled');
+    }
+    return this.poll(userId, id);
+  }
+
+  /** The caller's generation; another user's, or one deleted from history, is 404. */
+  async get(userId: number, id: number): Promise<Generation> {
+    const generation = await this.deps.store.find(id);
+    if (!generation || generation.userId !== userId || generation.hiddenAt) throw new AppError('not_found');
+    return generation;
   }
 
   /** The user's generation made under this idempotency key (the bot's update keys too). */
   async findIdempotent(userId: number, key: string): Promise<Generation | null> {
-    return this.db.repo(Generation).findOneBy({ userId, idempotencyKey: key });
+    return this.deps.db.repo(Generation).findOneBy({ userId, idempotencyKey: key });
+  }
+
+  /** Average processing time of the model's completed generations. */
+  async averageTime(model: CatalogModel): Promise<{ avgTimeMs: number | null; samples: number }> {
+    const row = await this.deps.db
+      .repo(Generation)
+      .createQueryBuilder('g')
+      .select('AVG(g.processing_ms)', 'avg')
+      .addSelect('COUNT(*)', 'samples')
+      .where('g.model_slug IN (:...slugs)', { slugs: [model.slug, ...model.aliases] })
+      .andWhere('g.status = :status', { status: 'completed' })
+      .andWhere('g.processing_ms IS NOT NULL')
+      .getRawOne<{ avg: string | number | null; samples: string | number }>();
+    const samples = Number(row?.samples ?? 0);
+    return { avgTimeMs: samples > 0 && row?.avg !== null ? Math.round(Number(row?.avg)) : null, samples };
+  }
+
+  private async balanceOf(userId: number): Promise<number> {
+    return (await this.deps.balances.balanceOf(userId)) ?? 0;
+  }
+
+  /** Applies the request's assistant (which the caller must have installed: 404 otherwise) and finds its model. */
+  private async resolve(userId: number, original: GenerateRequest): Promise<Resolved> {
+    const request =
+      original.assistant_id && !original.assistant
+        ? applyAssistant(original, await this.deps.assistants.requireInstalled(userId, original.assistant_id))
+        : original;
+    return { request, model: this.model(request.model) };
+  }
+
+  private violatesPolicy(texts: string[]): boolean {
+    return this.blocklist !== null && texts.some((t) => this.blocklist?.test(t));
   }
 
   private replayOf(existing: Generation, options: StartOptions, model: CatalogModel): Accepted {
@@ -133,19 +222,13 @@ export class Generations {
     return { generation: existing, model, replay: true, limits: null };
   }
 
-  /** Applies the request's assistant (which the caller must have installed: 404 otherwise). */
-  async prepare(userId: number, request: GenerateRequest): Promise<GenerateRequest> {
-    if (!request.assistant_id || request.assistant) return request;
-    return applyAssistant(request, await this.assistants.requireInstalled(userId, request.assistant_id));
-  }
-
   /** Everything up to the inserted, held, pending row. Does not run it. */
-  async accept(caller: GenerationCaller, original: GenerateRequest, options: StartOptions): Promise<Accepted> {
-    const request = await this.prepare(caller.user.id, original);
-    const model = this.model(request.model);
-    if (!this.plans.allows(caller.plan.name, model.minPlan)) throw new AppError('insufficient_plan');
-    const { input, price } = this.quote(model, request);
-    const now = this.clock();
+  private async accept(caller: GenerationCaller, { request, model }: Resolved, options: StartOptions): Promise<Accepted> {
+    const { limiter, inputs, runner, store, storage } = this.deps;
+    if (!this.deps.plans.allows(caller.plan.name, model.minPlan)) throw new AppError('insufficient_plan');
+    const input = normalizeInput(model, request);
+    const price = priceOf(model, input.params);
+    const now = this.deps.clock();
     const userId = caller.user.id;
 
     let staleKeyRow: number | null = null;
@@ -155,7 +238,7 @@ export class Generations {
       staleKeyRow = existing?.id ?? null;
     }
 
-    const limit = await this.limiter.consume(userId, caller.plan);
+    const limit = await limiter.consume(userId, caller.plan);
     if (!limit.ok) {
       throw new AppError('rate_limited', {
         extra: { retry_after: limit.retryAfter },
@@ -163,33 +246,26 @@ export class Generations {
       });
     }
 
-    // Media are fetched now, so a URL that cannot be read is a 422 and nothing is held or counted.
+    // Media are fetched now, so a URL that cannot be read (or that the provider would refuse) is
+    // a 422 and nothing is held or counted.
     try {
       for (const name of URL_PARAMS) {
         const value = input.params[name];
-        if (typeof value === 'string') input.params[name] = await this.inputs.intake(value, name);
+        if (typeof value === 'string') input.params[name] = await inputs.intake(value, name);
       }
-      const localUpscale = model.upstreamModel === 'upscale-esrgan' && this.runner.firstProvider(model) === 'local';
-      if (localUpscale && typeof input.params.image_url === 'string') {
-        // The local upscaler's pixel caps keep a request within seconds: refuse larger inputs up front.
-        const bytes = await this.inputs.fetch(input.params.image_url, AbortSignal.timeout(10_000));
-        const { width = 0, height = 0 } = await sharp(bytes).metadata().catch(() => ({ width: 0, height: 0 }));
-        const scale = input.params.scale === 4 ? 4 : 2;
-        const problem = checkUpscaleInput(width, height, scale);
-        if (problem) throw AppError.validation('image_url', problem);
-      }
+      const problem = await runner.checkInput(model, input.params, (url) => inputs.fetch(url, AbortSignal.timeout(INPUT_CHECK_READ_MS)));
+      if (problem) throw AppError.validation(problem.field, problem.message);
     } catch (error) {
-      await this.limiter.refund(userId, caller.plan);
+      await limiter.refund(userId, caller.plan);
       throw error;
     }
-    const storedInput = await serializeInput(input, this.storage);
     const row = pendingGeneration({
       userId,
       modelSlug: model.slug,
       category: model.category,
       source: options.source,
       prompt: (input.prompt ?? '').slice(0, PROMPT_HISTORY_LENGTH),
-      input: storedInput,
+      input: await serializeInput(input, storage),
       price,
       seed: typeof input.params.seed === 'number' ? input.params.seed : null,
       etaSeconds: model.sync ? null : model.etaSeconds,
@@ -201,9 +277,9 @@ export class Generations {
     });
     let held: HeldInsert;
     try {
-      held = await this.store.insertHeld(row, staleKeyRow);
+      held = await store.insertHeld(row, staleKeyRow);
     } catch (error) {
-      await this.limiter.refund(userId, caller.plan);
+      await limiter.refund(userId, caller.plan);
       if (options.idempotencyKey && isDuplicateKey(error)) {
         const existing = await this.findIdempotent(userId, options.idempotencyKey);
         if (existing) return this.replayOf(existing, options, model);
@@ -211,64 +287,13 @@ export class Generations {
       throw error;
     }
     if (!held.held) {
-      await this.limiter.refund(userId, caller.plan);
-      const user = await this.db.repo(User).findOneByOrFail({ id: userId });
-      throw new AppError('insufficient_tokens', {
-        extra: { price, available: Math.max(0, user.subscriptionTokens + user.bonusTokens - user.heldTokens) },
-      });
+      await limiter.refund(userId, caller.plan);
+      const user = await this.deps.db.repo(User).findOneByOrFail({ id: userId });
+      throw new AppError('insufficient_tokens', { extra: { price, available: freeBalance(user) } });
     }
     row.id = held.id;
     let generation: Generation = row;
-
-    if (this.violatesPolicy(input)) {
-      generation = (await this.runner.fail(generation.id, CONTENT_POLICY_ERROR)) ?? generation;
-    }
+    if (this.violatesPolicy(userTexts(input))) generation = (await runner.fail(generation.id, CONTENT_POLICY_ERROR)) ?? generation;
     return { generation, model, replay: false, limits: limit.snapshot };
-  }
-
-  /** Accepts, then runs a synchronous model in the request or queues an asynchronous one. */
-  async start(caller: GenerationCaller, request: GenerateRequest, options: StartOptions): Promise<Accepted> {
-    const accepted = await this.accept(caller, await this.prepare(caller.user.id, request), options);
-    if (accepted.replay || accepted.generation.status !== 'pending') return accepted;
-    const { generation, model } = accepted;
-    await options.beforeRun?.(generation);
-    if (model.sync) {
-      const ended = await this.runner.runSync(generation, model, options.signal);
-      return { ...accepted, generation: ended.generation, balance: ended.balance };
-    }
-    await this.queue.enqueue('generation.run', { generationId: generation.id }, { jobId: `gen-${generation.id}` });
-    return accepted;
-  }
-
-  /** The caller's generation; another user's, or one deleted from history, is 404. */
-  async get(userId: number, id: number): Promise<Generation> {
-    const generation = await this.store.find(id);
-    if (!generation || generation.userId !== userId || generation.hiddenAt) throw new AppError('not_found');
-    return generation;
-  }
-
-  /** A pending generation becomes failed ("Cancelled") with its hold released; others stay as they are. */
-  async cancel(userId: number, id: number): Promise<Generation> {
-    const generation = await this.get(userId, id);
-    if (generation.status === 'pending') {
-      await this.runner.fail(id, CANCELLED);
-      this.log.info({ generationId: id }, 'generation cancelled');
-    }
-    return this.get(userId, id);
-  }
-
-  /** Average processing time of the model's completed generations. */
-  async averageTime(model: CatalogModel): Promise<{ avgTimeMs: number | null; samples: number }> {
-    const row = await this.db
-      .repo(Generation)
-      .createQueryBuilder('g')
-      .select('AVG(g.processing_ms)', 'avg')
-      .addSelect('COUNT(*)', 'samples')
-      .where('g.model_slug IN (:...slugs)', { slugs: [model.slug, ...model.aliases] })
-      .andWhere('g.status = :status', { status: 'completed' })
-      .andWhere('g.processing_ms IS NOT NULL')
-      .getRawOne<{ avg: string | number | null; samples: string | number }>();
-    const samples = Number(row?.samples ?? 0);
-    return { avgTimeMs: samples > 0 && row?.avg !== null ? Math.round(Number(row?.avg)) : null, samples };
   }
 }

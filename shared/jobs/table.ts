@@ -3,12 +3,13 @@ import type { Container } from '../container';
 import { jobSettings } from '../queue/settings';
 import { runMaintenance } from '../maintenance';
 import type { JobTable } from '../queue/types';
+import { createTelegramApi } from '../telegram/api';
 import { TelegramDelivery } from '../telegram/delivery';
 
 export function buildJobTable(container: Container): JobTable {
   const { runner, webhooks, schedules, log } = container;
   // Bot jobs run only where a bot token is configured; elsewhere they are dropped with a warning.
-  const telegram = container.config.telegram.botToken ? TelegramDelivery.fromContainer(container) : null;
+  const telegram = container.config.telegram.botToken ? new TelegramDelivery(container, createTelegramApi(container.config.telegram)) : null;
   const withTelegram = (job: string, work: (t: TelegramDelivery) => Promise<void>): Promise<void> => {
     if (telegram) return work(telegram);
     log.warn({ job }, 'bot job without TELEGRAM_BOT_TOKEN: dropped');

@@ -201,6 +201,18 @@ export interface ToolProvider {
 }
 
 /** One configured upstream (or the built-in local one): whatever capabilities it has. */
+/** A request's inputs, for an adapter's check at acceptance (`read` fetches a URL param's bytes). */
+export interface InputCheck {
+  upstreamModel: string;
+  params: Readonly<Record<string, unknown>>;
+  read(url: string): Promise<Buffer>;
+}
+
+export interface InputProblem {
+  field: string;
+  message: string;
+}
+
 export interface ProviderAdapter {
   name: string;
   /**
@@ -210,6 +222,11 @@ export interface ProviderAdapter {
   serves?(upstreamModel: string): boolean;
   /** Ends worker threads and warm engines at shutdown. */
   close?(): Promise<void>;
+  /**
+   * Refuses at acceptance, before anything is held, a request this adapter would refuse later
+   * (a local engine's size caps, say): the field at fault and why, or null.
+   */
+  checkInput?(request: InputCheck): Promise<InputProblem | null>;
   text?: TextProvider;
   image?: ImageProvider;
   video?: VideoProvider;

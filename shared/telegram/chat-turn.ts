@@ -6,12 +6,14 @@
 import type { Api } from 'grammy';
 import type { Catalog, CatalogModel, ModelListing } from '../catalog';
 import type { Category } from '../catalog/types';
-import type { Container } from '../container';
-import type { User } from '../db/entities';
+import type { Clock } from '../clock';
+import type { Generation, User } from '../db/entities';
 import type { GenerateRequest } from '../generation/input';
+import { type Generations, runJobId } from '../generation/service';
 import type { Plan } from '../plans';
 import type { ChatMessage } from '../providers/types';
-import type { BotDeliveries } from './delivery';
+import type { Queue } from '../queue/types';
+import type { BotDeliveries } from './deliveries';
 import { refusalText } from './refusal';
 import type { ChatStates, ChatTurn } from './state';
 import { Language, TEXTS } from './texts';
@@ -52,11 +54,14 @@ export function trimToContext(history: ChatTurn[], text: string, model: CatalogM
   return turns.slice(start).map((t) => ({ role: t.role, content: t.content }));
 }
 
+/** What starting a chat turn needs (the container's parts of these names). */
 export interface ChatTurnDeps {
-  container: Pick<Container, 'catalog' | 'generations' | 'queue' | 'clock'>;
-  api: Api;
+  catalog: Catalog;
+  generations: Pick<Generations, 'start'>;
+  queue: Pick<Queue, 'enqueue'>;
+  clock: Clock;
   chats: ChatStates;
-  deliveries: BotDeliveries;
+  botDeliveries: BotDeliveries;
 }
 
 export interface ChatTurnRequest {
@@ -72,40 +77,46 @@ export interface ChatTurnRequest {
 }
 
 /** Accepts the turn and queues it; refusals and failures are answered in the chat. */
-export async function startChatTurn(deps: ChatTurnDeps, turn: ChatTurnRequest): Promise<void> {
-  const { catalog, generations, queue, clock } = deps.container;
+export async function startChatTurn(deps: ChatTurnDeps, api: Api, turn: ChatTurnRequest): Promise<void> {
+  const { catalog, generations, queue, clock, chats, botDeliveries: deliveries } = deps;
   const texts = TEXTS[turn.language];
-  const state = await deps.chats.load(turn.chatId);
+  const state = await chats.load(turn.chatId);
   const model = chatModel(catalog, turn.plan, state.textModel);
   if (!model) {
-    await deps.api.sendMessage(turn.chatId, texts.noTextModel);
+    await api.sendMessage(turn.chatId, texts.noTextModel);
     return;
   }
+  /** The placeholder the reply streams into, and where it goes; false when a redelivered update made them already. */
+  const announce = async (generation: Generation): Promise<boolean> => {
+    if (await deliveries.get(generation.id)) return false;
+    const placeholder = await api.sendMessage(turn.chatId, texts.thinking, turn.replyTo ? { reply_parameters: { message_id: turn.replyTo } } : {});
+    return deliveries.create({ generationId: generation.id, chatId: turn.chatId, messageId: placeholder.message_id, kind: 'chat', language: turn.language, prompt: turn.text });
+  };
   const request: GenerateRequest = { model: model.slug, messages: trimToContext(state.history, turn.text, model), topLevel: {} };
-  let accepted;
+  let started;
   try {
-    accepted = await generations.accept({ user: turn.user, plan: turn.plan }, request, { idempotencyKey: turn.idempotencyKey, source: 'bot' });
+    // Queued as a `bot.chat` job, which streams the reply into the placeholder.
+    started = await generations.start({ user: turn.user, plan: turn.plan }, request, {
+      idempotencyKey: turn.idempotencyKey,
+      source: 'bot',
+      runIn: 'background',
+      job: 'bot.chat',
+      beforeRun: announce,
+    });
   } catch (error) {
     const refusal = refusalText(error, texts, clock());
     if (refusal === null) throw error;
-    await deps.api.sendMessage(turn.chatId, refusal);
+    await api.sendMessage(turn.chatId, refusal);
     return;
   }
-  const { generation } = accepted;
-  // A redelivered update: the first delivery is already under way (and charged at most once).
-  if (accepted.replay && (await deps.deliveries.get(generation.id))) return;
+  const { generation } = started;
+  if (generation.status === 'pending') return;
+  // Ended already: refused by the content policy now, or a replay of a turn that ended meanwhile
+  // (said once: a replay whose reply went out already says nothing).
+  if (started.replay && (await deliveries.get(generation.id))) return;
   if (generation.status === 'failed') {
-    await deps.api.sendMessage(turn.chatId, texts.failed(generation.error ?? ''));
+    await api.sendMessage(turn.chatId, texts.failed(generation.error ?? ''));
     return;
   }
-  const placeholder = await deps.api.sendMessage(turn.chatId, texts.thinking, turn.replyTo ? { reply_parameters: { message_id: turn.replyTo } } : {});
-  const created = await deps.deliveries.create({
-    generationId: generation.id,
-    chatId: turn.chatId,
-    messageId: placeholder.message_id,
-    kind: 'chat',
-    language: turn.language,
-    prompt: turn.text,
-  });
-  if (created) await queue.enqueue('bot.chat', { generationId: generation.id }, { jobId: `bot-chat-${generation.id}` });
+  if (await announce(generation)) await queue.enqueue('bot.chat', { generationId: generation.id }, { jobId: runJobId('bot.chat', generation.id) });
 }

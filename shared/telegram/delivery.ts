@@ -8,18 +8,20 @@
  * the bot stops getting deliveries; nothing is retried for them.
  */
 import { Api, InputFile } from 'grammy';
-import type { Container } from '../container';
-import { BotDelivery, BotDeliveryKind, BotDeliveryState, Generation, User } from '../db/entities';
+import type { Users } from '../accounts/users';
+import type { BotDelivery, Generation, User } from '../db/entities';
 import type { GenerationRunner } from '../generation/runner';
+import type { GenerationStore } from '../generation/store';
 import type { Logger } from '../log';
+import type { PlanTable } from '../plans';
 import type { Queue } from '../queue/types';
 import type { Storage } from '../storage';
-import { createTelegramApi, isTransient, isUnreachable } from './api';
+import { isTransient, isUnreachable } from './api';
+import { ChatTurnDeps, startChatTurn } from './chat-turn';
+import type { BotDeliveries } from './deliveries';
 import { sendFormatted, StreamingReply } from './streaming-reply';
-import { ChatStates, createKeyValueStore, KeyValueStore } from './state';
+import type { ChatStates } from './state';
 import { Texts, textsFor } from './texts';
-import { isDuplicateKey } from '../db/errors';
-import { startChatTurn } from './chat-turn';
 import { ffmpegVoiceEncoder, VoiceEncoder } from './voice-audio';
 
 export { sendFormatted, STREAM_EDIT_INTERVAL_MS, STREAM_MIN_GROWTH, StreamingReply } from './streaming-reply';
@@ -84,82 +86,41 @@ export async function sendGenerationResult(
   else await api.sendDocument(chatId, file, { caption });
 }
 
-export class BotDeliveries {
-  constructor(private readonly container: Pick<Container, 'db' | 'clock'>) {}
-
-  get(generationId: number): Promise<BotDelivery | null> {
-    return this.container.db.repo(BotDelivery).findOneBy({ generationId });
-  }
-
-  /** Records where a result goes; false when a row for this generation exists already. */
-  async create(row: { generationId: number; chatId: string; messageId: number | null; kind: BotDeliveryKind; language: string; prompt: string | null }): Promise<boolean> {
-    try {
-      await this.container.db.transaction((em) =>
-        em.getRepository(BotDelivery).insert({ ...row, state: 'pending', createdAt: this.container.clock(), deliveredAt: null }),
-      );
-      return true;
-    } catch (error) {
-      if (isDuplicateKey(error)) return false;
-      throw error;
-    }
-  }
-
-  /** pending → delivering; true for the one caller that may send. */
-  async claim(generationId: number): Promise<boolean> {
-    const result = await this.container.db.transaction((em) =>
-      em.getRepository(BotDelivery).update({ generationId, state: 'pending' }, { state: 'delivering' }),
-    );
-    return result.affected === 1;
-  }
-
-  async release(generationId: number): Promise<void> {
-    await this.container.db.transaction((em) => em.getRepository(BotDelivery).update({ generationId, state: 'delivering' }, { state: 'pending' }));
-  }
-
-  async finish(generationId: number, state: BotDeliveryState): Promise<void> {
-    await this.container.db.transaction((em) =>
-      em.getRepository(BotDelivery).update({ generationId }, { state, deliveredAt: this.container.clock() }),
-    );
-  }
-}
-
 export interface JobSignal {
   signal: AbortSignal;
 }
 
+/** What delivering needs (the container's parts of these names; a transcript starts a chat turn). */
+export interface TelegramDeliveryDeps extends ChatTurnDeps {
+  runner: Pick<GenerationRunner, 'fail' | 'modelOf' | 'streamText' | 'runSync'>;
+  generationStore: Pick<GenerationStore, 'find'>;
+  storage: Storage;
+  users: Pick<Users, 'findById' | 'effectivePlan'>;
+  plans: PlanTable;
+  log: Logger;
+}
+
 /** What the worker's bot jobs do. */
 export class TelegramDelivery {
-  readonly deliveries: BotDeliveries;
-  readonly chats: ChatStates;
-  private readonly resultOptions: ResultOptions;
+  private readonly deliveries: BotDeliveries;
+  private readonly chats: ChatStates;
 
   constructor(
-    private readonly container: Container,
+    private readonly deps: TelegramDeliveryDeps,
     readonly api: Api,
-    store: KeyValueStore = createKeyValueStore({
-      db: container.db,
-      clock: container.clock,
-      redis: container.redis,
-      redisPrefix: container.config.redisPrefix,
-    }),
-    options: ResultOptions = {},
+    private readonly resultOptions: ResultOptions = {},
   ) {
-    this.deliveries = new BotDeliveries(container);
-    this.chats = new ChatStates(store);
-    this.resultOptions = options;
+    this.deliveries = deps.botDeliveries;
+    this.chats = deps.chats;
   }
 
-  static fromContainer(container: Container): TelegramDelivery {
-    return new TelegramDelivery(container, createTelegramApi(container.config.telegram));
-  }
-
-  private async reload(generationId: number): Promise<Generation | null> {
-    return this.container.db.repo(Generation).findOneBy({ id: generationId });
+  private reload(generationId: number): Promise<Generation | null> {
+    return this.deps.generationStore.find(generationId);
   }
 
   /** The `bot.chat` job: runs a chat turn, streaming the reply into the placeholder message. */
   async runChat(generationId: number, job: JobSignal): Promise<void> {
-    const { runner, log } = this.container;
+    const { runner, log } = this.deps;
     const delivery = await this.deliveries.get(generationId);
     if (!delivery || delivery.state !== 'pending') return;
     let generation = await this.reload(generationId);
@@ -188,7 +149,7 @@ export class TelegramDelivery {
           await view.progress(text);
           next = await stream.next();
         }
-        generation = next.value;
+        generation = next.value.generation;
       } else {
         await this.api.sendChatAction(delivery.chatId, 'typing').catch(() => undefined);
         generation = (await runner.runSync(generation, model, job.signal)).generation;
@@ -233,7 +194,7 @@ export class TelegramDelivery {
     try {
       if (generation.status === 'failed') {
         if (delivery.kind === 'chat') {
-          await new StreamingReply(this.api, delivery.chatId, delivery.messageId, texts.thinking, this.container.log).replace(failureText(texts, generation));
+          await new StreamingReply(this.api, delivery.chatId, delivery.messageId, texts.thinking, this.deps.log).replace(failureText(texts, generation));
         } else {
           await this.api.sendMessage(delivery.chatId, failureText(texts, generation));
         }
@@ -251,15 +212,14 @@ export class TelegramDelivery {
 
   /** A generation's result as an upload of its bytes (see sendGenerationResult), within this delivery's limits. */
   sendResult(chatId: string, generation: Generation, texts: Texts): Promise<void> {
-    return sendGenerationResult(this.api, this.container.storage, chatId, generation, texts, this.resultOptions);
+    return sendGenerationResult(this.api, this.deps.storage, chatId, generation, texts, this.resultOptions);
   }
 
   /** A voice message's transcript is shown, then answered as the chat's next turn. */
   private async deliverTranscript(delivery: BotDelivery, generation: Generation, texts: Texts): Promise<void> {
     const transcript = (generation.resultText ?? '').trim();
     await sendFormatted(this.api, delivery.chatId, transcript ? texts.transcript(transcript) : texts.noSpeech);
-    const { db } = this.container;
-    const user = transcript ? await db.repo(User).findOneBy({ id: generation.userId }) : null;
+    const user = transcript ? await this.deps.users.findById(generation.userId) : null;
     // The chat turn starts before the delivery counts as done: if starting it fails (a Telegram
     // 429 on its placeholder), the retry starts it (idempotent by its key) rather than never.
     if (user) await this.startTranscriptTurn(delivery, generation, user, transcript);
@@ -267,23 +227,20 @@ export class TelegramDelivery {
   }
 
   private async startTranscriptTurn(delivery: BotDelivery, generation: Generation, user: User, transcript: string): Promise<void> {
-    const { plans, users } = this.container;
-    await startChatTurn(
-      { container: this.container, api: this.api, chats: this.chats, deliveries: this.deliveries },
-      {
-        user,
-        plan: plans.get(users.effectivePlan(user)),
-        language: delivery.language === 'ru' ? 'ru' : 'en',
-        chatId: delivery.chatId,
-        text: transcript,
-        idempotencyKey: `${generation.idempotencyKey ?? `gen-${generation.id}`}:turn`,
-      },
-    );
+    const { plans, users } = this.deps;
+    await startChatTurn(this.deps, this.api, {
+      user,
+      plan: plans.get(users.effectivePlan(user)),
+      language: delivery.language === 'ru' ? 'ru' : 'en',
+      chatId: delivery.chatId,
+      text: transcript,
+      idempotencyKey: `${generation.idempotencyKey ?? `gen-${generation.id}`}:turn`,
+    });
   }
 
   private async sendFailed(delivery: BotDelivery, error: unknown, unreachable: boolean): Promise<void> {
     if (unreachable || isUnreachable(error)) {
-      this.container.log.info({ chatId: delivery.chatId, generationId: delivery.generationId }, 'chat unreachable (blocked?): deliveries stop');
+      this.deps.log.info({ chatId: delivery.chatId, generationId: delivery.generationId }, 'chat unreachable (blocked?): deliveries stop');
       await this.deliveries.finish(delivery.generationId, 'blocked');
       await this.chats.update(delivery.chatId, (state) => {
         state.blocked = true;
@@ -294,7 +251,7 @@ export class TelegramDelivery {
       await this.deliveries.release(delivery.generationId);
       throw error;
     }
-    this.container.log.warn({ err: (error as Error).message, generationId: delivery.generationId }, 'telegram refused a delivery');
+    this.deps.log.warn({ err: (error as Error).message, generationId: delivery.generationId }, 'telegram refused a delivery');
     await this.deliveries.finish(delivery.generationId, 'failed');
   }
 }

@@ -9,7 +9,7 @@ import { LocalImageProvider } from './image';
 import { LocalTextProvider } from './text';
 import { findFfmpeg, LocalVideoProvider } from './video';
 import { createLocalAudioProviders, localAudioEngines } from './audio-engines';
-import { LocalToolProvider, localToolEngines } from './tools';
+import { LocalToolProvider, localToolEngines, upscaleInputProblem } from './tools';
 
 export { LocalTextProvider } from './text';
 export { LocalImageProvider } from './image';
@@ -35,6 +35,12 @@ export function createLocalProvider(options: { whisperModelPath?: string } = {})
     ...(audio.music ? { music: audio.music } : {}),
     tool: toolProvider,
     serves: (upstreamModel: string) => !(upstreamModel in tools) || tools[upstreamModel as keyof typeof tools],
+    // The upscaler's pixel caps keep a request within seconds: larger inputs are refused up front.
+    checkInput: async ({ upstreamModel, params, read }) => {
+      if (upstreamModel !== 'upscale-esrgan' || typeof params.image_url !== 'string') return null;
+      const problem = await upscaleInputProblem(await read(params.image_url), params.scale);
+      return problem ? { field: 'image_url', message: problem } : null;
+    },
     close: async () => {
       const speech = audio.speech as { close?: () => Promise<void> } | undefined;
       await Promise.allSettled([toolProvider.close(), speech?.close?.()]);

@@ -26,7 +26,7 @@ import { removeBgAvailable, runRemoveBg } from './remove-bg';
 import { runStyleTransfer } from './style-transfer';
 import { runUpscale, upscaleAvailable } from './upscale';
 
-export { checkUpscaleInput, parseUpscaleScale, UPSCALE_MAX_INPUT_PIXELS, UPSCALE_MAX_INPUT_SIDE, UPSCALE_SCALES } from './upscale';
+export { checkUpscaleInput, parseUpscaleScale, upscaleInputProblem, UPSCALE_MAX_INPUT_PIXELS, UPSCALE_MAX_INPUT_SIDE, UPSCALE_SCALES } from './upscale';
 export type { UpscaleScale } from './upscale';
 export { STYLE_NAMES, STYLE_PARAMETERS, parseStyle } from './style-transfer';
 export type { StyleName } from './style-transfer';

@@ -11,7 +11,7 @@
  * The image is cut into 128 px tiles with 8 px of context on each side; each tile is upscaled on
  * its own and its centre is stitched in, so memory stays flat and no seams show. Alpha, if any, is
  * enlarged separately with Lanczos. Inputs above a pixel cap per scale are refused (bad_request);
- * the API runs the same check up front (`checkUpscaleInput`).
+ * the adapter runs the same check at acceptance (`upscaleInputProblem`), before anything is held.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -61,6 +61,12 @@ export function checkUpscaleInput(width: number, height: number, scale: number):
     return `The image is too large to upscale ×${scale}: ${width}×${height} is ${width * height} pixels, at most ${cap} (${side}×${side}) are accepted`;
   }
   return null;
+}
+
+/** Null when the image (its bytes) can be upscaled at `scale` (default 2), else the reason. */
+export async function upscaleInputProblem(image: Buffer, scale: unknown): Promise<string | null> {
+  const { width = 0, height = 0 } = await sharp(image).metadata().catch(() => ({ width: 0, height: 0 }));
+  return checkUpscaleInput(width, height, scale === 4 ? 4 : 2);
 }
 
 type LayersModel = Awaited<ReturnType<Tf['loadLayersModel']>>;

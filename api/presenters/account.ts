@@ -1,14 +1,11 @@
 /**
- * The user as the contract shows it (spec 2.3, 2.4, 2.9). Shared because the API and the admin
- * command line print the same object.
+ * The account as the contract shows it (spec 2.3, 2.4, 2.9): the user, the balance, settings,
+ * sessions and keys. The admin command line prints the same objects.
  */
-import type { Identity, User } from '../db/entities';
-import type { Plan, PlanTable } from '../plans';
-import { tokenBalance } from '../billing';
-
-export function iso(date: Date | null): string | null {
-  return date ? date.toISOString() : null;
-}
+import type { ApiKey, Identity, Session, User } from '../../shared/db/entities';
+import type { Plan } from '../../shared/plans';
+import { tokenBalance } from '../../shared/billing';
+import { iso } from './dates';
 
 export interface UserView {
   id: number;
@@ -41,11 +38,16 @@ export function presentUser(user: User, plan: Plan, identities: Identity[]): Use
     tokens_used_this_period: user.tokensUsedThisPeriod,
     rate_limit_hourly: plan.hourlyLimit,
     rate_limit_daily: plan.dailyLimit,
-    auth_methods: {
-      messenger: identities.some((i) => i.kind === 'messenger'),
-      identity_provider: identities.some((i) => i.kind === 'identity_provider'),
-      email: identities.some((i) => i.kind === 'email'),
-    },
+    auth_methods: presentAuthMethods(identities),
+  };
+}
+
+/** Which ways of signing in an account has. */
+export function presentAuthMethods(identities: Identity[]): { messenger: boolean; identity_provider: boolean; email: boolean } {
+  return {
+    messenger: identities.some((i) => i.kind === 'messenger'),
+    identity_provider: identities.some((i) => i.kind === 'identity_provider'),
+    email: identities.some((i) => i.kind === 'email'),
   };
 }
 
@@ -80,6 +82,17 @@ export function presentSettings(user: User) {
   };
 }
 
-export function planOf(plans: PlanTable, name: Plan['name']): Plan {
-  return plans.get(name);
+export function presentSession(session: Session, currentSessionId: number | null) {
+  return {
+    id: session.id,
+    created_at: iso(session.createdAt),
+    last_used_at: iso(session.lastUsedAt),
+    user_agent: session.userAgent,
+    current: session.id === currentSessionId,
+  };
+}
+
+/** A key as listed: never its secret (that is shown once, when it is made). */
+export function presentApiKey(key: ApiKey) {
+  return { id: key.id, name: key.name, prefix: key.prefix, last_four: key.lastFour, created_at: iso(key.createdAt), last_used_at: iso(key.lastUsedAt) };
 }

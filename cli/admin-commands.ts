@@ -4,13 +4,14 @@
  */
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { hashPassword } from '../auth/passwords';
-import { normalizeEmail } from '../auth/password-accounts';
-import { presentBalance, presentUser, iso } from '../accounts/present';
-import type { Container } from '../container';
-import { LedgerEntry, User } from '../db/entities';
-import { AppError } from '../errors';
-import { PLAN_NAMES, PlanName } from '../plans';
+import { hashPassword } from '../shared/auth/passwords';
+import { normalizeEmail } from '../shared/auth/password-accounts';
+import { presentBalance, presentUser } from '../api/presenters/account';
+import { iso } from '../api/presenters/dates';
+import type { Container } from '../shared/container';
+import { LedgerEntry, User } from '../shared/db/entities';
+import { AppError } from '../shared/errors';
+import { PLAN_NAMES, PlanName } from '../shared/plans';
 
 export class UsageError extends Error {}
 

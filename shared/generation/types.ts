@@ -1,0 +1,97 @@
+/** What the generation domain's parts and its callers share (here, so they need not import each other). */
+import type { CatalogModel } from '../catalog/types';
+import type { Generation, GenerationSource, User } from '../db/entities';
+import type { LimitSnapshot } from '../limits';
+import type { Plan } from '../plans';
+import type { FileOutput, Usage } from '../providers/types';
+
+/** Who asks: the account and the plan in force. */
+export interface GenerationCaller {
+  user: User;
+  plan: Plan;
+}
+
+/** The jobs that run a generation in the background. */
+export type RunJob = 'generation.run' | 'bot.chat';
+
+export interface StartOptions {
+  idempotencyKey?: string;
+  /** SHA-256 of the request, to tell a replay from a reused key. */
+  requestHash?: string;
+  source: GenerationSource;
+  scheduleId?: number | null;
+  /** Aborts a run in the call (the client went away). */
+  signal?: AbortSignal;
+  /**
+   * `request` (the default): a synchronous model runs in the call, others are queued.
+   * `background`: always queued (the bot answers in a chat, not in its update handler).
+   */
+  runIn?: 'request' | 'background';
+  /** The job a queued run is (default `generation.run`; the bot's chat turns stream from `bot.chat`). */
+  job?: RunJob;
+  /**
+   * Called with a pending row just before it runs or is queued (to record where its result
+   * goes). False: it is under way already (a redelivered update), so it is neither run nor queued.
+   */
+  beforeRun?: (generation: Generation, model: CatalogModel) => Promise<boolean | void>;
+}
+
+/** A generation as `start` leaves it. */
+export interface Started {
+  generation: Generation;
+  model: CatalogModel;
+  /** True when an Idempotency-Key replay returned an earlier generation. */
+  replay: boolean;
+  /** The limit windows after this request, for the response headers (null for a replay). */
+  limits: LimitSnapshot | null;
+  /** The owner's balance: after this call's charge, or as the caller's account was read. */
+  balance: number;
+}
+
+/** A generation's end as a stream reports it. */
+export interface StreamEnd {
+  generation: Generation;
+  balance: number;
+}
+
+/** A streamed generation: the text as it comes, then its end; no deltas when there is nothing to run. */
+export interface Streamed extends Started {
+  deltas: AsyncGenerator<string, StreamEnd> | null;
+}
+
+/** A generation as a run left it, with its owner's balance when this run charged it. */
+export interface Ended {
+  generation: Generation;
+  balance: number | null;
+}
+
+/** What a provider call produced, before it is stored. */
+export interface Outcome {
+  provider: string;
+  resultText: string | null;
+  file: FileOutput | null;
+  thumbnail: FileOutput | null;
+  metadata: Record<string, unknown>;
+  usage: Usage | null;
+  seed: number | null;
+}
+
+/** Reads a user-supplied URL (http(s), data:, or one of our own result URLs) into bytes. */
+export interface InputFetcher {
+  fetch(url: string, signal: AbortSignal): Promise<Buffer>;
+}
+
+/** A job that could not start now and should run again later, under a job id of its own. */
+export interface DeferredRun {
+  delayMs: number;
+  jobId: string;
+}
+
+/** What the end of a generation came with, besides the row. */
+export interface EndFacts {
+  /** Whether the owner has an active webhook, when the completion read it; null when not read. */
+  hasWebhooks: boolean | null;
+}
+
+/** Listeners told when a generation ends (the bot and webhooks subscribe). */
+export type GenerationEndListener = (generation: Generation, facts: EndFacts) => void;
