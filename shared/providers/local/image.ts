@@ -10,14 +10,14 @@
  * to the requested size.
  */
 import sharp from 'sharp';
+import { hashString, seededRng } from '../../random';
+import type { Rng } from '../../random';
 import { ProviderError } from '../types';
 import type { CallOptions, FileOutput, ImageProvider, ImageRequest, ImageResult } from '../types';
-import { abortReason, createRng, hashString, normalizeWord } from './text';
+import { abortReason, normalizeWord } from './text';
 
 export const MIN_IMAGE_SIDE = 16;
 export const MAX_IMAGE_SIDE = 4096;
-
-type Rng = () => number;
 
 interface Hsl {
   h: number;
@@ -388,7 +388,7 @@ function abstract(scene: Scene, rng: Rng): string {
 const MOTIF_ORDER: Motif[] = ['stars', 'sun', 'moon', 'abstract', 'mountains', 'hills', 'water', 'city', 'trees', 'flowers', 'rain', 'snow'];
 
 export function composeSvg(request: ImageRequest): string {
-  const rng = createRng(hashString(`${request.prompt.trim().toLowerCase()}\u0000${request.style ?? ''}\u0000${request.negativePrompt ?? ''}`, seedOf(request.seed)));
+  const rng = seededRng(hashString(`${request.prompt.trim().toLowerCase()}\u0000${request.style ?? ''}\u0000${request.negativePrompt ?? ''}`, seedOf(request.seed)));
   const scene = planScene(request, rng);
   const defs: string[] = [];
   let body = background(scene, rng, defs);
@@ -503,7 +503,7 @@ export async function drawPicture(request: ImageRequest, signal: AbortSignal): P
   validate(request);
   const { width, height } = request;
   const svg = composeSvg(request);
-  const noiseRng = createRng(hashString(`noise\u0000${request.prompt}`, seedOf(request.seed)));
+  const noiseRng = seededRng(hashString(`noise\u0000${request.prompt}`, seedOf(request.seed)));
   const layers = await noiseLayers(width, height, noiseRng);
   if (signal.aborted) throw abortReason(signal);
   const art = sharp(Buffer.from(svg), { density: 72 }).resize(width, height, { fit: 'fill' }).composite(layers).removeAlpha();

@@ -15,10 +15,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
+import { hashString, seededRng } from '../../random';
 import { ProviderError } from '../types';
 import type { CallOptions, VideoProvider, VideoRequest, VideoResult } from '../types';
 import { LocalImageProvider, MAX_IMAGE_SIDE } from './image';
-import { abortReason, createRng, hashString } from './text';
+import { abortReason } from './text';
 
 export const VIDEO_FPS = 25;
 export const MAX_VIDEO_SECONDS = 60;
@@ -160,7 +161,7 @@ interface Motion {
 }
 
 function motionFor(request: VideoRequest): Motion {
-  const rng = createRng(hashString(`motion\u0000${request.prompt}`, request.seed >>> 0));
+  const rng = seededRng(hashString(`motion\u0000${request.prompt}`, request.seed >>> 0));
   const zoomIn = rng() < 0.7;
   const focusX = 0.3 + rng() * 0.4;
   const focusY = 0.3 + rng() * 0.4;
