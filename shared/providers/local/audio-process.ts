@@ -8,11 +8,11 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { abortError } from '../abort';
 import { ProviderError } from '../types';
 import type { ProviderErrorKind } from '../types';
 import { encodeWav16, fromInt16Bytes, toInt16Bytes } from './dsp/wav';
 import type { PcmAudio } from './dsp/wav';
-import { abortReason } from './text';
 
 export interface RunOptions {
   signal: AbortSignal;
@@ -33,7 +33,7 @@ export function runProcess(label: string, binary: string, args: string[], option
   const { signal } = options;
   return new Promise((resolve, reject) => {
     if (signal.aborted) {
-      reject(abortReason(signal));
+      reject(abortError(signal));
       return;
     }
     const child = spawn(binary, args, {
@@ -64,10 +64,10 @@ export function runProcess(label: string, binary: string, args: string[], option
       // A process that never started emits no 'close' of its own on every platform: settle here.
       // An abort of a running one is settled on 'close', once it is really gone (not writing into
       // a temp dir that the caller is about to remove).
-      if (child.pid === undefined) settle(() => reject(signal.aborted ? abortReason(signal) : new ProviderError('unavailable', `${label} could not be started: ${error.message}`)));
+      if (child.pid === undefined) settle(() => reject(signal.aborted ? abortError(signal) : new ProviderError('unavailable', `${label} could not be started: ${error.message}`)));
     });
     child.on('close', (code, killedBy) => {
-      if (signal.aborted) settle(() => reject(abortReason(signal)));
+      if (signal.aborted) settle(() => reject(abortError(signal)));
       else if (code === 0) settle(() => resolve({ stdout: Buffer.concat(out), stderr }));
       else {
         const tail = stderr.trim().split('\n').slice(-3).join(' | ');

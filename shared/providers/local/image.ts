@@ -12,9 +12,10 @@
 import sharp from 'sharp';
 import { hashString, seededRng } from '../../random';
 import type { Rng } from '../../random';
+import { abortError } from '../abort';
 import { ProviderError } from '../types';
 import type { CallOptions, FileOutput, ImageProvider, ImageRequest, ImageResult } from '../types';
-import { abortReason, normalizeWord } from './text';
+import { normalizeWord } from './text';
 
 export const MIN_IMAGE_SIDE = 16;
 export const MAX_IMAGE_SIDE = 4096;
@@ -505,7 +506,7 @@ export async function drawPicture(request: ImageRequest, signal: AbortSignal): P
   const svg = composeSvg(request);
   const noiseRng = seededRng(hashString(`noise\u0000${request.prompt}`, seedOf(request.seed)));
   const layers = await noiseLayers(width, height, noiseRng);
-  if (signal.aborted) throw abortReason(signal);
+  if (signal.aborted) throw abortError(signal);
   const art = sharp(Buffer.from(svg), { density: 72 }).resize(width, height, { fit: 'fill' }).composite(layers).removeAlpha();
   if (!request.inputImage) return art;
 
@@ -517,7 +518,7 @@ export async function drawPicture(request: ImageRequest, signal: AbortSignal): P
   }
   const overlay = await art.png({ compressionLevel: 0 }).toBuffer();
   const translucent = await sharp(overlay).removeAlpha().ensureAlpha(0.5).png({ compressionLevel: 0 }).toBuffer();
-  if (signal.aborted) throw abortReason(signal);
+  if (signal.aborted) throw abortError(signal);
   return sharp(base).composite([
     { input: overlay, blend: 'soft-light' },
     { input: translucent, blend: 'over' },
@@ -538,11 +539,11 @@ export function encode(pipeline: sharp.Sharp, format: ImageRequest['format'], qu
 
 export class LocalImageProvider implements ImageProvider {
   async generate(request: ImageRequest, options: CallOptions): Promise<ImageResult> {
-    if (options.signal.aborted) throw abortReason(options.signal);
+    if (options.signal.aborted) throw abortError(options.signal);
     const picture = await drawPicture(request, options.signal);
     options.onProgress?.(60);
     const { data, info } = await encode(picture, request.format, request.quality).toBuffer({ resolveWithObject: true });
-    if (options.signal.aborted) throw abortReason(options.signal);
+    if (options.signal.aborted) throw abortError(options.signal);
     options.onProgress?.(100);
     const file: FileOutput = { bytes: data, ...IMAGE_FORMATS[request.format] };
     return { file, width: info.width, height: info.height, seed: request.seed };

@@ -16,6 +16,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { hashString, seededRng } from '../../random';
+import { throwIfAborted } from '../abort';
 import { ProviderError } from '../types';
 import type { CallOptions, ChatMessage, TextChunk, TextProvider, TextRequest, TextResult, Usage } from '../types';
 
@@ -363,18 +364,6 @@ function usageFor(request: TextRequest, content: string): Usage {
   const prompt = request.messages.reduce((sum, message) => sum + countWords(messageText(message)), 0);
   const completion = countWords(content);
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
-}
-
-function throwIfAborted(signal: AbortSignal): void {
-  if (signal.aborted) throw abortReason(signal);
-}
-
-export function abortReason(signal: AbortSignal): Error {
-  const reason: unknown = signal.reason;
-  if (reason instanceof Error) return reason;
-  const error = new Error(typeof reason === 'string' ? reason : 'The operation was aborted');
-  error.name = 'AbortError';
-  return error;
 }
 
 export class LocalTextProvider implements TextProvider {

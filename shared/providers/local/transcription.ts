@@ -13,6 +13,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { abortError } from '../abort';
 import { ProviderError } from '../types';
 import type { CallOptions, TranscriptionProvider, TranscriptionRequest, TranscriptionResult } from '../types';
 import { decodeAudioFile, runProcess, withTempDir } from './audio-process';
@@ -21,7 +22,6 @@ import type { PocketsphinxModel } from './audio-tools';
 import { detectSpeechSegments, diarizeSegments } from './dsp/diarize';
 import type { Segment } from './dsp/diarize';
 import { toInt16Bytes } from './dsp/wav';
-import { abortReason } from './text';
 import { findFfmpeg } from './video';
 
 export const STT_SAMPLE_RATE = 16_000;
@@ -116,7 +116,7 @@ export class LocalTranscriptionProvider implements TranscriptionProvider {
 
   async transcribe(request: TranscriptionRequest, options: CallOptions): Promise<TranscriptionResult> {
     const { signal } = options;
-    if (signal.aborted) throw abortReason(signal);
+    if (signal.aborted) throw abortError(signal);
     const language = normalizeLanguage(request.language);
     if (language !== null && language !== 'en') {
       throw new ProviderError('bad_request', `language ${request.language} is not supported by the local recognizer: English (en) only`);

@@ -16,10 +16,10 @@ import os from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
 import { hashString, seededRng } from '../../random';
+import { abortError } from '../abort';
 import { ProviderError } from '../types';
 import type { CallOptions, VideoProvider, VideoRequest, VideoResult } from '../types';
 import { LocalImageProvider, MAX_IMAGE_SIDE } from './image';
-import { abortReason } from './text';
 
 export const VIDEO_FPS = 25;
 export const MAX_VIDEO_SECONDS = 60;
@@ -113,7 +113,7 @@ export function videoDimensions(aspectRatio: string, resolution: string): { widt
 function runFfmpeg(binary: string, args: string[], signal: AbortSignal, onFrame?: (frame: number) => void): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal.aborted) {
-      reject(abortReason(signal));
+      reject(abortError(signal));
       return;
     }
     const child = spawn(binary, args, { signal, killSignal: 'SIGKILL', stdio: ['ignore', 'pipe', 'pipe'] });
@@ -140,7 +140,7 @@ function runFfmpeg(binary: string, args: string[], signal: AbortSignal, onFrame?
       if (child.pid === undefined) reject(new ProviderError('unavailable', `ffmpeg could not be started: ${error.message}`));
     });
     child.on('close', (code, killedBy) => {
-      if (signal.aborted) reject(abortReason(signal));
+      if (signal.aborted) reject(abortError(signal));
       else if (code === 0) resolve();
       else if (spawnError && child.pid === undefined) return;
       else reject(new ProviderError('unavailable', `ffmpeg failed (${code ?? killedBy ?? 'unknown'}): ${stderr.trim().split('\n').slice(-3).join(' | ')}`));
@@ -173,7 +173,7 @@ export class LocalVideoProvider implements VideoProvider {
 
   async generate(request: VideoRequest, options: CallOptions): Promise<VideoResult> {
     const { signal } = options;
-    if (signal.aborted) throw abortReason(signal);
+    if (signal.aborted) throw abortError(signal);
     const seconds = request.durationSeconds;
     if (!Number.isFinite(seconds) || seconds <= 0 || seconds > MAX_VIDEO_SECONDS) {
       throw new ProviderError('bad_request', `duration must be more than 0 and at most ${MAX_VIDEO_SECONDS} seconds, got ${seconds}`);

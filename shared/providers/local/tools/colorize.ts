@@ -14,8 +14,9 @@
  * caller may pass its own reference as the second image. Results are plausible, not true, colours.
  */
 import { seededRng } from '../../../random';
+import { throwIfAborted } from '../../abort';
 import type { CallOptions, ToolResult } from '../../types';
-import { decodeImage, encodePng, imageResult, isOpaque, throwIfAborted } from './common';
+import { decodeImage, encodePng, imageResult, isOpaque } from './common';
 import { fractalNoise, gaussianBlur, labToRgbInto, localStats, rgbToLab } from './pixels';
 import type { LabImage } from './pixels';
 
