@@ -8,7 +8,7 @@ import sharp from 'sharp';
 import { ConfigError, loadConfig } from '../shared/config';
 import { createOpenAIProvider } from '../shared/providers/openai';
 import { estimateDuration, wavDuration } from '../shared/providers/openai/audio';
-import { parseRetryAfter } from '../shared/providers/openai/http';
+import { parseRetryAfter } from '../shared/providers/upstream-http';
 import { findFfmpeg } from '../shared/providers/local/video';
 import { ProviderError, ProviderAdapter, TextChunk, TextRequest } from '../shared/providers/types';
 import { Generation } from '../shared/db/entities';

@@ -13,9 +13,8 @@ import { sniffAudio } from '../../media/sniff';
 import { formatSpeakerLines, normalizeLanguage } from '../local/transcription';
 import { findFfmpeg } from '../local/video';
 import { audioDuration } from '../openai/audio';
-import { isRecord } from '../openai/http';
 import { CallOptions, ProviderAdapter, TranscriptionRequest, TranscriptionResult } from '../types';
-import { UpstreamHttp } from '../upstream-http';
+import { isRecord, UpstreamHttp } from '../upstream-http';
 
 export const DEEPGRAM_PROVIDER_NAME = 'deepgram';
 

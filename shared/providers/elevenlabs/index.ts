@@ -6,9 +6,8 @@
  */
 import { findFfmpeg } from '../local/video';
 import { audioDuration, wavDuration } from '../openai/audio';
-import { isRecord } from '../openai/http';
 import { CallOptions, ProviderAdapter, SpeechRequest, SpeechResult } from '../types';
-import { UpstreamHttp } from '../upstream-http';
+import { isRecord, UpstreamHttp } from '../upstream-http';
 
 export const ELEVENLABS_PROVIDER_NAME = 'elevenlabs';
 

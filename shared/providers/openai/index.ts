@@ -23,8 +23,9 @@ import {
   TranscriptionResult,
   Usage,
 } from '../types';
+import { isRecord } from '../upstream-http';
 import { audioDuration, sniffAudio, wavDuration } from './audio';
-import { isRecord, Upstream, UpstreamOptions } from './http';
+import { Upstream, UpstreamOptions } from './http';
 import { languageCode } from './languages';
 import { sseData } from './sse';
 

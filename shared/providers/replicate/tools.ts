@@ -11,8 +11,8 @@
 import sharp from 'sharp';
 import { sniffImage } from '../../media/sniff';
 import { IMAGE_FORMATS, encode } from '../local/image';
-import { isRecord } from '../openai/http';
 import { ImageRequest, ProviderError, ToolRequest, ToolResult } from '../types';
+import { isRecord } from '../upstream-http';
 
 export const REPLICATE_TOOLS = ['upscale-esrgan', 'face-swap', 'remove-bg', 'style-transfer', 'colorize', 'inpaint', 'ocr'] as const;
 export type ReplicateTool = (typeof REPLICATE_TOOLS)[number];
