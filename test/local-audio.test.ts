@@ -19,7 +19,7 @@ import { analyzeMood, composeMusic } from '../shared/providers/local/music-compo
 import { compositionToMidi } from '../shared/providers/local/music-render';
 import { LocalSpeechProvider, speechVoices } from '../shared/providers/local/speech';
 import { formatSpeakerLines, LocalTranscriptionProvider } from '../shared/providers/local/transcription';
-import { findFfmpeg } from '../shared/providers/local/video';
+import { findFfmpeg } from '../shared/media/executables';
 import { LocalWhisperProvider, whisperModulePath } from '../shared/providers/local/whisper';
 import { ProviderError } from '../shared/providers/types';
 import type { MusicRequest, SpeechRequest } from '../shared/providers/types';

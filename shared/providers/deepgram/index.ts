@@ -9,9 +9,9 @@
  * (Deepgram counts from 0). Turns come from the smart-format paragraphs (each carries its
  * speaker), or from the words' speakers when there are no paragraphs.
  */
+import { findFfmpeg } from '../../media/executables';
 import { sniffAudio } from '../../media/sniff';
 import { formatSpeakerLines, normalizeLanguage } from '../local/transcription';
-import { findFfmpeg } from '../local/video';
 import { audioDuration } from '../openai/audio';
 import { CallOptions, ProviderAdapter, TranscriptionRequest, TranscriptionResult } from '../types';
 import { isRecord, UpstreamHttp } from '../upstream-http';

@@ -4,7 +4,7 @@
  * `fetch` is injected. Errors map as in ../upstream-http.ts; ElevenLabs' bodies are
  * `{detail: {status, message}}` or, for validation, `{detail: [{loc, msg}]}`.
  */
-import { findFfmpeg } from '../local/video';
+import { findFfmpeg } from '../../media/executables';
 import { audioDuration, wavDuration } from '../openai/audio';
 import { CallOptions, ProviderAdapter, SpeechRequest, SpeechResult } from '../types';
 import { isRecord, UpstreamHttp } from '../upstream-http';

@@ -8,8 +8,9 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { runProgram } from '../../media/run-program';
 import { hashString, seededRng } from '../../random';
-import { runProcess, withTempDir } from './audio-process';
+import { withTempDir } from './audio-process';
 import { decodeWav } from './dsp/wav';
 import type { PcmAudio } from './dsp/wav';
 import type { Composition, NoteEvent } from './music-compose';
@@ -136,7 +137,7 @@ export async function renderWithFluidsynth(composition: Composition, fluidsynth:
       '-o', 'synth.cpu-cores=1', '-o', 'synth.lock-memory=0',
       soundfont, midiPath,
     ];
-    await runProcess('fluidsynth', fluidsynth, args, { signal, cwd: dir });
+    await runProgram('fluidsynth', fluidsynth, args, { signal, cwd: dir });
     return decodeWav(await fs.promises.readFile(wavPath));
   });
 }

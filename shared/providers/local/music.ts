@@ -6,6 +6,7 @@
  * WAV (16-bit 44.1 kHz stereo, written directly) or mp3 (192 kbit/s, ffmpeg). Same prompt + seed
  * + duration → the same bytes on the same machine; another seed → another tune.
  */
+import { findFfmpeg } from '../../media/executables';
 import { abortError } from '../abort';
 import { ProviderError } from '../types';
 import type { CallOptions, MusicProvider, MusicRequest, MusicResult } from '../types';
@@ -14,7 +15,6 @@ import { findFluidsynth, findSoundfont } from './audio-tools';
 import type { PcmAudio } from './dsp/wav';
 import { composeMusic } from './music-compose';
 import { finishMusic, MUSIC_SAMPLE_RATE, renderWithFluidsynth, renderWithSynth } from './music-render';
-import { findFfmpeg } from './video';
 
 export const MAX_MUSIC_SECONDS = 600;
 

@@ -12,6 +12,7 @@
  * `durationSeconds` is the sample count of the synthesized audio over its sample rate.
  */
 import { Worker } from 'node:worker_threads';
+import { findFfmpeg } from '../../media/executables';
 import { abortError } from '../abort';
 import { ProviderError } from '../types';
 import type { CallOptions, SpeechProvider, SpeechRequest, SpeechResult } from '../types';
@@ -20,7 +21,6 @@ import { audioDurationSeconds, decodeWav, frameCount } from './dsp/wav';
 import type { PcmAudio } from './dsp/wav';
 import { SPEECH_WORKER_SOURCE } from './speech-worker';
 import type { SynthJob, SynthReply, SynthWorkerData } from './speech-worker';
-import { findFfmpeg } from './video';
 
 export const FLITE_VOICES = ['kal', 'kal16', 'awb', 'rms', 'slt'] as const;
 export type FliteVoice = (typeof FLITE_VOICES)[number];

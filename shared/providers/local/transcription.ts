@@ -13,16 +13,17 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { findFfmpeg } from '../../media/executables';
+import { runProgram } from '../../media/run-program';
 import { abortError } from '../abort';
 import { ProviderError } from '../types';
 import type { CallOptions, TranscriptionProvider, TranscriptionRequest, TranscriptionResult } from '../types';
-import { decodeAudioFile, runProcess, withTempDir } from './audio-process';
+import { decodeAudioFile, withTempDir } from './audio-process';
 import { findPocketsphinx, findPocketsphinxModel } from './audio-tools';
 import type { PocketsphinxModel } from './audio-tools';
 import { detectSpeechSegments, diarizeSegments } from './dsp/diarize';
 import type { Segment } from './dsp/diarize';
 import { toInt16Bytes } from './dsp/wav';
-import { findFfmpeg } from './video';
 
 export const STT_SAMPLE_RATE = 16_000;
 /** PocketSphinx's frame rate (`-frate`, frames a second). */
@@ -84,7 +85,7 @@ export async function recognizeWithPocketsphinx(
       '-hmm', model.hmm, '-lm', model.lm, '-dict', model.dict,
       '-logfn', '/dev/null',
     ];
-    await runProcess('pocketsphinx', binary, args, { signal });
+    await runProgram('pocketsphinx', binary, args, { signal });
     const texts = new Array<string>(segments.length).fill('');
     const hyp = await fs.promises.readFile(hypPath, 'utf8').catch(() => '');
     for (const line of hyp.split('\n')) {

@@ -8,13 +8,14 @@
  * The duration is exact: round(seconds × 25) frames at 25 fps.
  *
  * ffmpeg: the system `ffmpeg` when `ffmpeg -version` runs, else the static binary inside the npm
- * package `@ffmpeg-installer/ffmpeg`; see `findFfmpeg()`.
+ * package `@ffmpeg-installer/ffmpeg`; see `findFfmpeg()` in shared/media/executables.ts.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
+import { findFfmpeg } from '../../media/executables';
 import { hashString, seededRng } from '../../random';
 import { abortError } from '../abort';
 import { ProviderError } from '../types';
@@ -27,57 +28,6 @@ const SUPPORTED_SHORT_SIDES = [360, 480, 540, 720, 1080];
 /** The still is drawn larger than the video so zoompan's whole-pixel crop steps stay small. */
 const OVERSAMPLE = 2;
 const ZOOM_RANGE = 0.22;
-
-// ---------------------------------------------------------------------------------------------
-// Finding ffmpeg
-// ---------------------------------------------------------------------------------------------
-
-let cachedFfmpeg: string | null | undefined;
-
-function runs(command: string): boolean {
-  const result = spawnSync(command, ['-hide_banner', '-version'], { stdio: 'ignore', timeout: 15_000 });
-  return result.error === undefined && result.status === 0;
-}
-
-/** `ffmpeg` on PATH as an absolute path (for reporting), or the bare name if it cannot be placed. */
-function onPath(name: string): string {
-  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
-    if (dir === '') continue;
-    const candidate = path.join(dir, name);
-    try {
-      fs.accessSync(candidate, fs.constants.X_OK);
-      return candidate;
-    } catch {
-      // not here
-    }
-  }
-  return name;
-}
-
-function installerBinary(): string | null {
-  try {
-    // Required lazily: the package throws (a string) on a platform it has no binary for.
-    const installer = require('@ffmpeg-installer/ffmpeg') as typeof import('@ffmpeg-installer/ffmpeg');
-    return typeof installer.path === 'string' ? installer.path : null;
-  } catch {
-    return null;
-  }
-}
-
-/**
- * The ffmpeg to run: the system one when `ffmpeg -version` works, else the binary of the npm
- * package `@ffmpeg-installer/ffmpeg` when it runs, else null. Looked up once per process.
- */
-export function findFfmpeg(): string | null {
-  if (cachedFfmpeg !== undefined) return cachedFfmpeg;
-  if (runs('ffmpeg')) {
-    cachedFfmpeg = onPath('ffmpeg');
-  } else {
-    const bundled = installerBinary();
-    cachedFfmpeg = bundled !== null && runs(bundled) ? bundled : null;
-  }
-  return cachedFfmpeg;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Sizes

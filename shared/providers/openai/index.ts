@@ -7,7 +7,7 @@
  * other 4xx → bad_request, 5xx and network errors → unavailable, aborts and timeouts → timeout.
  */
 import sharp from 'sharp';
-import { findFfmpeg } from '../local/video';
+import { findFfmpeg } from '../../media/executables';
 import {
   CallOptions,
   ImageRequest,
