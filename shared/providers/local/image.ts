@@ -3,13 +3,14 @@
  * composed (a sky gradient, glows, motifs picked from the prompt's words: sun or moon, mountains,
  * hills, water, a skyline, trees, stars, flowers, rain, snow, or abstract shapes; a vignette), its
  * palette derived from colour and mood words (or from hashes of the words), then sharp renders it,
- * overlays octaves of value noise for texture and encodes it. Same prompt + seed → the same bytes
+ * overlays octaves of value noise for texture and encodes it (shared/media/image-format.ts). Same prompt + seed → the same bytes
  * (with the same sharp/libvips build); another seed → another composition.
  *
  * With `inputImage` (image-to-image) the art is blended over a copy of the input resized (cover)
  * to the requested size.
  */
 import sharp from 'sharp';
+import { encodeImage, IMAGE_FORMATS } from '../../media/image-format';
 import { hashString, seededRng } from '../../random';
 import type { Rng } from '../../random';
 import { abortError } from '../abort';
@@ -476,17 +477,6 @@ async function noiseLayers(width: number, height: number, rng: Rng): Promise<sha
   return layers;
 }
 
-export interface EncodedFormat {
-  contentType: string;
-  extension: string;
-}
-
-export const IMAGE_FORMATS: Record<ImageRequest['format'], EncodedFormat> = {
-  webp: { contentType: 'image/webp', extension: 'webp' },
-  png: { contentType: 'image/png', extension: 'png' },
-  jpeg: { contentType: 'image/jpeg', extension: 'jpg' },
-};
-
 function validate(request: ImageRequest): void {
   for (const [name, value] of [
     ['width', request.width],
@@ -525,24 +515,12 @@ export async function drawPicture(request: ImageRequest, signal: AbortSignal): P
   ]);
 }
 
-export function encode(pipeline: sharp.Sharp, format: ImageRequest['format'], quality: ImageRequest['quality']): sharp.Sharp {
-  const hd = quality === 'hd';
-  switch (format) {
-    case 'webp':
-      return pipeline.webp({ quality: hd ? 92 : 82, effort: 4 });
-    case 'png':
-      return pipeline.png({ compressionLevel: hd ? 9 : 6 });
-    case 'jpeg':
-      return pipeline.jpeg({ quality: hd ? 92 : 84, mozjpeg: true });
-  }
-}
-
 export class LocalImageProvider implements ImageProvider {
   async generate(request: ImageRequest, options: CallOptions): Promise<ImageResult> {
     if (options.signal.aborted) throw abortError(options.signal);
     const picture = await drawPicture(request, options.signal);
     options.onProgress?.(60);
-    const { data, info } = await encode(picture, request.format, request.quality).toBuffer({ resolveWithObject: true });
+    const { data, info } = await encodeImage(picture, request.format, request.quality).toBuffer({ resolveWithObject: true });
     if (options.signal.aborted) throw abortError(options.signal);
     options.onProgress?.(100);
     const file: FileOutput = { bytes: data, ...IMAGE_FORMATS[request.format] };

@@ -3,8 +3,9 @@
  * image provider draws for the prompt and seed (or over `startImage`), encoded as H.264 + yuv420p
  * MP4 with `+faststart`, plus a JPEG thumbnail of the first frame.
  *
- * Sizes: the short side is the resolution (`480p` → 480, `720p` → 720, `1080p` → 1080; an empty
- * resolution means 720p), the long side follows the aspect ratio, both rounded to even numbers.
+ * Sizes (`videoDimensions()`, shared/media/video-size.ts): the short side is the resolution (`480p`
+ * → 480, `720p` → 720, `1080p` → 1080; an empty resolution means 720p), the long side follows the
+ * aspect ratio, both rounded to even numbers.
  * The duration is exact: round(seconds × 25) frames at 25 fps.
  *
  * ffmpeg: the system `ffmpeg` when `ffmpeg -version` runs, else the static binary inside the npm
@@ -16,6 +17,7 @@ import os from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
 import { findFfmpeg } from '../../media/executables';
+import { evenSide, videoDimensions } from '../../media/video-size';
 import { hashString, seededRng } from '../../random';
 import { abortError } from '../abort';
 import { ProviderError } from '../types';
@@ -24,32 +26,9 @@ import { LocalImageProvider, MAX_IMAGE_SIDE } from './image';
 
 export const VIDEO_FPS = 25;
 export const MAX_VIDEO_SECONDS = 60;
-const SUPPORTED_SHORT_SIDES = [360, 480, 540, 720, 1080];
 /** The still is drawn larger than the video so zoompan's whole-pixel crop steps stay small. */
 const OVERSAMPLE = 2;
 const ZOOM_RANGE = 0.22;
-
-// ---------------------------------------------------------------------------------------------
-// Sizes
-// ---------------------------------------------------------------------------------------------
-
-function even(value: number): number {
-  return Math.max(2, Math.round(value / 2) * 2);
-}
-
-/** The output size for an aspect ratio (`16:9`) and a resolution (`480p`). */
-export function videoDimensions(aspectRatio: string, resolution: string): { width: number; height: number } {
-  const res = /^\s*(\d{3,4})p\s*$/i.exec(resolution === '' ? '720p' : resolution);
-  const short = res ? Number(res[1]) : NaN;
-  if (!SUPPORTED_SHORT_SIDES.includes(short)) {
-    throw new ProviderError('bad_request', `unsupported resolution ${resolution}; use one of ${SUPPORTED_SHORT_SIDES.map((s) => `${s}p`).join(', ')}`);
-  }
-  const ratio = /^\s*(\d+(?:\.\d+)?)\s*:\s*(\d+(?:\.\d+)?)\s*$/.exec(aspectRatio === '' ? '16:9' : aspectRatio);
-  const w = ratio ? Number(ratio[1]) : NaN;
-  const h = ratio ? Number(ratio[2]) : NaN;
-  if (!(w > 0 && h > 0) || w / h > 4 || h / w > 4) throw new ProviderError('bad_request', `unsupported aspect ratio ${aspectRatio}`);
-  return w >= h ? { width: even((short * w) / h), height: short } : { width: short, height: even((short * h) / w) };
-}
 
 // ---------------------------------------------------------------------------------------------
 // Running ffmpeg
@@ -134,8 +113,8 @@ export class LocalVideoProvider implements VideoProvider {
 
     const frames = Math.max(1, Math.round(seconds * VIDEO_FPS));
     const scale = Math.min(OVERSAMPLE, MAX_IMAGE_SIDE / Math.max(width, height));
-    const stillWidth = even(width * scale);
-    const stillHeight = even(height * scale);
+    const stillWidth = evenSide(width * scale);
+    const stillHeight = evenSide(height * scale);
 
     const still = await this.still(request, stillWidth, stillHeight, signal);
     options.onProgress?.(10);

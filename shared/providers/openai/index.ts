@@ -8,6 +8,7 @@
  */
 import sharp from 'sharp';
 import { findFfmpeg } from '../../media/executables';
+import { IMAGE_FORMATS } from '../../media/image-format';
 import {
   CallOptions,
   ImageRequest,
@@ -36,12 +37,6 @@ export interface OpenAIProviderOptions extends UpstreamOptions {
   /** Where ffmpeg is (to measure mp3/ogg speech); defaults to `findFfmpeg()`. Null: estimate. */
   ffmpeg?: () => string | null;
 }
-
-const IMAGE_FORMATS = {
-  webp: { contentType: 'image/webp', extension: 'webp' },
-  png: { contentType: 'image/png', extension: 'png' },
-  jpeg: { contentType: 'image/jpeg', extension: 'jpg' },
-} as const;
 
 /** Our speech formats → the API's `response_format` (its `opus` is Ogg/Opus) and the file we store. */
 const SPEECH_FORMATS = {
