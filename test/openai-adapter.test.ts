@@ -7,7 +7,8 @@
 import sharp from 'sharp';
 import { ConfigError, loadConfig } from '../shared/config';
 import { createOpenAIProvider } from '../shared/providers/openai';
-import { estimateDuration, wavDuration } from '../shared/providers/openai/audio';
+import { estimateDuration } from '../shared/media/audio-duration';
+import { wavDuration } from '../shared/media/wav';
 import { parseRetryAfter } from '../shared/providers/upstream-http';
 import { findFfmpeg } from '../shared/media/executables';
 import { ProviderError, ProviderAdapter, TextChunk, TextRequest } from '../shared/providers/types';

@@ -9,10 +9,10 @@
  * (Deepgram counts from 0). Turns come from the smart-format paragraphs (each carries its
  * speaker), or from the words' speakers when there are no paragraphs.
  */
+import { audioDuration } from '../../media/audio-duration';
 import { findFfmpeg } from '../../media/executables';
 import { sniffAudio } from '../../media/sniff';
 import { formatSpeakerLines, normalizeLanguage } from '../local/transcription';
-import { audioDuration } from '../openai/audio';
 import { CallOptions, ProviderAdapter, TranscriptionRequest, TranscriptionResult } from '../types';
 import { isRecord, UpstreamHttp } from '../upstream-http';
 

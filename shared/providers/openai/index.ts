@@ -7,8 +7,10 @@
  * other 4xx → bad_request, 5xx and network errors → unavailable, aborts and timeouts → timeout.
  */
 import sharp from 'sharp';
+import { audioDuration } from '../../media/audio-duration';
 import { findFfmpeg } from '../../media/executables';
 import { IMAGE_FORMATS } from '../../media/image-format';
+import { wavDuration } from '../../media/wav';
 import {
   CallOptions,
   ImageRequest,
@@ -25,7 +27,7 @@ import {
   Usage,
 } from '../types';
 import { isRecord } from '../upstream-http';
-import { audioDuration, sniffAudio, wavDuration } from './audio';
+import { sniffAudio } from './audio';
 import { Upstream, UpstreamOptions } from './http';
 import { languageCode } from './languages';
 import { sseData } from './sse';

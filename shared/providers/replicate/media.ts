@@ -11,7 +11,7 @@ import sharp from 'sharp';
 import { encodeImage, IMAGE_FORMATS } from '../../media/image-format';
 import { sniffImage, sniffAudio } from '../../media/sniff';
 import { videoDimensions } from '../../media/video-size';
-import { wavDuration } from '../openai/audio';
+import { wavDuration } from '../../media/wav';
 import { FileOutput, ImageRequest, ImageResult, MusicRequest, MusicResult, ProviderError, VideoRequest, VideoResult } from '../types';
 
 const THUMBNAIL_TIMEOUT_MS = 20_000;
