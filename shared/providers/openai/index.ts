@@ -10,6 +10,7 @@ import sharp from 'sharp';
 import { audioDuration } from '../../media/audio-duration';
 import { findFfmpeg } from '../../media/executables';
 import { IMAGE_FORMATS } from '../../media/image-format';
+import { sniffAudio } from '../../media/sniff';
 import { wavDuration } from '../../media/wav';
 import {
   CallOptions,
@@ -27,7 +28,6 @@ import {
   Usage,
 } from '../types';
 import { isRecord } from '../upstream-http';
-import { sniffAudio } from './audio';
 import { Upstream, UpstreamOptions } from './http';
 import { languageCode } from './languages';
 import { sseData } from './sse';
@@ -195,7 +195,8 @@ export function createOpenAIProvider(options: OpenAIProviderOptions): ProviderAd
   }
 
   async function transcribeAs(request: TranscriptionRequest, responseFormat: 'verbose_json' | 'json', call: CallOptions): Promise<unknown> {
-    const kind = sniffAudio(request.audio);
+    // The endpoint decides the format by the file name; bytes not recognised go as mp3, the most common upload.
+    const kind = sniffAudio(request.audio) ?? { extension: 'mp3', contentType: 'audio/mpeg' };
     const form = new FormData();
     form.append('file', new Blob([request.audio], { type: kind.contentType }), `audio.${kind.extension}`);
     form.append('model', request.upstreamModel);
