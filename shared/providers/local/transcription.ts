@@ -16,6 +16,7 @@ import path from 'node:path';
 import { findFfmpeg } from '../../media/executables';
 import { runProgram } from '../../media/run-program';
 import { abortError } from '../abort';
+import { formatSpeakerLines, normalizeLanguage } from '../transcript-format';
 import { ProviderError } from '../types';
 import type { CallOptions, TranscriptionProvider, TranscriptionRequest, TranscriptionResult } from '../types';
 import { decodeAudioFile, withTempDir } from './audio-process';
@@ -30,34 +31,6 @@ export const STT_SAMPLE_RATE = 16_000;
 const FRAMES_PER_SECOND = 100;
 /** Utterance cutting when no speakers are wanted: longer pauses, longer utterances. */
 const PLAIN_VAD = { minPauseSeconds: 0.45, maxSegmentSeconds: 20 };
-
-/** `en`, `en-US`, `en_GB`, `English` → `en`; null/empty stays null (detect). */
-export function normalizeLanguage(language: string | null): string | null {
-  if (language === null) return null;
-  const value = language.trim().toLowerCase();
-  if (value === '' || value === 'auto') return null;
-  if (value === 'english') return 'en';
-  return value.split(/[-_]/)[0];
-}
-
-/** `[Speaker N]: text` lines; consecutive utterances of one speaker joined; speakers renumbered 1.. by first line. */
-export function formatSpeakerLines(utterances: Array<{ speaker: number; text: string }>): string {
-  const lines: Array<{ speaker: number; words: string[] }> = [];
-  for (const { speaker, text } of utterances) {
-    const trimmed = text.trim();
-    if (trimmed === '') continue;
-    const last = lines[lines.length - 1];
-    if (last && last.speaker === speaker) last.words.push(trimmed);
-    else lines.push({ speaker, words: [trimmed] });
-  }
-  const numbers = new Map<number, number>();
-  return lines
-    .map((line) => {
-      if (!numbers.has(line.speaker)) numbers.set(line.speaker, numbers.size + 1);
-      return `[Speaker ${numbers.get(line.speaker)}]: ${line.words.join(' ')}`;
-    })
-    .join('\n');
-}
 
 /**
  * Decodes each segment of 16 kHz mono audio with one `pocketsphinx_batch` run; returns one text

@@ -16,11 +16,12 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import { findFfmpeg } from '../../media/executables';
 import { abortError } from '../abort';
+import { formatSpeakerLines, normalizeLanguage } from '../transcript-format';
 import { ProviderError } from '../types';
 import type { CallOptions, TranscriptionProvider, TranscriptionRequest, TranscriptionResult } from '../types';
 import { decodeAudioFile } from './audio-process';
 import { detectSpeechSegments, diarizeSegments } from './dsp/diarize';
-import { formatSpeakerLines, normalizeLanguage, STT_SAMPLE_RATE } from './transcription';
+import { STT_SAMPLE_RATE } from './transcription';
 
 type WhisperModule = typeof import('@napi-rs/whisper');
 type WhisperContext = InstanceType<WhisperModule['Whisper']>;
