@@ -10,7 +10,7 @@ import { toolFromCaption } from '../bot/models';
 import { startBot } from '../bot/run';
 import type { Generation, User } from '../shared/db/entities';
 import type { Stoppable } from '../shared/lifecycle';
-import { findFfmpeg } from '../shared/providers/local/video';
+import { findFfmpeg } from '../shared/media/executables';
 import type { ProviderAdapter, SpeechRequest } from '../shared/providers/types';
 import { createTelegramApi } from '../shared/telegram/api';
 import { TelegramDelivery } from '../shared/telegram/delivery';

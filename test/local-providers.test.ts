@@ -9,10 +9,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
+import { videoDimensions } from '../shared/media/video-size';
 import { createLocalProvider, localEngines } from '../shared/providers/local';
 import { LocalImageProvider } from '../shared/providers/local/image';
 import { countWords, LocalTextProvider } from '../shared/providers/local/text';
-import { LocalVideoProvider, videoDimensions } from '../shared/providers/local/video';
+import { LocalVideoProvider } from '../shared/providers/local/video';
 import { ProviderError } from '../shared/providers/types';
 import type { ChatMessage, ImageRequest, TextChunk, TextRequest, VideoRequest } from '../shared/providers/types';
 

@@ -7,9 +7,10 @@
 import sharp from 'sharp';
 import { ConfigError, loadConfig } from '../shared/config';
 import { createOpenAIProvider } from '../shared/providers/openai';
-import { estimateDuration, wavDuration } from '../shared/providers/openai/audio';
-import { parseRetryAfter } from '../shared/providers/openai/http';
-import { findFfmpeg } from '../shared/providers/local/video';
+import { estimateDuration } from '../shared/media/audio-duration';
+import { wavDuration } from '../shared/media/wav';
+import { parseRetryAfter } from '../shared/providers/upstream-http';
+import { findFfmpeg } from '../shared/media/executables';
 import { ProviderError, ProviderAdapter, TextChunk, TextRequest } from '../shared/providers/types';
 import { Generation } from '../shared/db/entities';
 import { startTestApp, TestApp } from './helpers/app';

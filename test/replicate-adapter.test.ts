@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import sharp from 'sharp';
 import { Generation } from '../shared/db/entities';
 import { ConfigError, loadConfig } from '../shared/config';
-import { findFfmpeg } from '../shared/providers/local/video';
+import { findFfmpeg } from '../shared/media/executables';
 import { createReplicateProvider, PredictionSignals, ReplicateProviderOptions } from '../shared/providers/replicate';
 import { signWebhook, verifyWebhook } from '../shared/providers/replicate/webhook';
 import { createRedis } from '../shared/redis';

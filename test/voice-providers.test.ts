@@ -8,9 +8,9 @@
 import { loadConfig } from '../shared/config';
 import { Generation } from '../shared/db/entities';
 import { createDeepgramProvider } from '../shared/providers/deepgram';
-import { createElevenLabsProvider, pcmToWav } from '../shared/providers/elevenlabs';
-import { findFfmpeg } from '../shared/providers/local/video';
-import { wavDuration } from '../shared/providers/openai/audio';
+import { createElevenLabsProvider } from '../shared/providers/elevenlabs';
+import { findFfmpeg } from '../shared/media/executables';
+import { pcmToWav, wavDuration } from '../shared/media/wav';
 import { ProviderAdapter, ProviderError, SpeechRequest, TranscriptionRequest } from '../shared/providers/types';
 import { startTestApp, TestApp } from './helpers/app';
 import { FakeDeepgram } from './helpers/fake-deepgram';

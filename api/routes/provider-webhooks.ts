@@ -5,7 +5,7 @@
  * finishes a job itself, so the signature check guards only against needless polls.
  */
 import Router from '@koa/router';
-import { isRecord } from '../../shared/providers/openai/http';
+import { isRecord } from '../../shared/providers/upstream-http';
 import { verifyWebhook } from '../../shared/providers/replicate/webhook';
 import { AppError } from '../../shared/errors';
 import type { AppContext, AppCustom, AppState } from '../context';

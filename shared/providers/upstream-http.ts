@@ -1,16 +1,79 @@
 /**
- * The HTTP layer shared by the upstream adapters that are not OpenAI-shaped (ElevenLabs,
- * Deepgram): one POST to `{baseUrl}{path}` with the provider's own auth headers, and one mapping
- * of every failure to a ProviderError. Each provider brings how to read its error bodies.
+ * The HTTP layer of the upstream adapters, in one place:
  *
- * Mapping: 429 → rate_limited (with Retry-After); 401/402/403 → unavailable (the service's
- * credentials or account are at fault, not the user's request: a fallback may serve it); 408 →
- * timeout; other 4xx → bad_request with the provider's message; 5xx and network errors →
- * unavailable; an abort → timeout. The key never appears in a message.
+ * - helpers every adapter's client uses (OpenAI-compatible, Replicate, ElevenLabs, Deepgram):
+ *   reading a body, mapping a failure without a status to a ProviderError, `Retry-After`, and
+ *   `isRecord` for picking fields out of parsed JSON;
+ * - UpstreamHttp, the whole client of the adapters that are not OpenAI-shaped (ElevenLabs,
+ *   Deepgram): one POST to `{baseUrl}{path}` with the provider's own auth headers, and one mapping
+ *   of every failure to a ProviderError. Each provider brings how to read its error bodies.
+ *
+ * UpstreamHttp's mapping: 429 → rate_limited (with Retry-After); 401/402/403 → unavailable (the
+ * service's credentials or account are at fault, not the user's request: a fallback may serve
+ * it); 408 → timeout; other 4xx → bad_request with the provider's message; 5xx and network errors
+ * → unavailable; an abort → timeout. The key never appears in a message.
  */
-import { readResponseBytes, readResponseJson, transportFailure } from './abort';
-import { parseRetryAfter } from './openai/http';
 import { ProviderError } from './types';
+
+/** A JSON object (not null, not an array): what a field of a parsed body is read from. */
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** `retry-after-ms` (OpenAI), else `Retry-After` in seconds or as an HTTP date; undefined if absent. */
+export function parseRetryAfter(headers: Headers, now = Date.now()): number | undefined {
+  const ms = headers.get('retry-after-ms');
+  if (ms !== null && ms.trim() !== '' && Number.isFinite(Number(ms)) && Number(ms) >= 0) return Math.round(Number(ms));
+  const value = headers.get('retry-after');
+  if (value === null || value.trim() === '') return undefined;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds)) return Math.max(0, Math.round(seconds * 1000));
+  const date = Date.parse(value);
+  if (Number.isNaN(date)) return undefined;
+  return Math.max(0, date - now);
+}
+
+/**
+ * A failure of an upstream call without an HTTP status: aborted or timed out → `timeout`,
+ * anything else (refused connection, reset, DNS) → `unavailable`. Never carries the cause's text,
+ * which may hold a URL with a key in it.
+ */
+export function transportFailure(provider: string, error: unknown, signal: AbortSignal): ProviderError {
+  if (error instanceof ProviderError) return error;
+  const name = error instanceof Error || error instanceof DOMException ? error.name : '';
+  if (signal.aborted || name === 'AbortError' || name === 'TimeoutError') {
+    return new ProviderError('timeout', `The ${provider} provider did not answer in time`);
+  }
+  return new ProviderError('unavailable', `The ${provider} provider could not be reached`);
+}
+
+/** A response's whole body; a connection lost while reading it is a transport failure. */
+export async function readResponseBytes(provider: string, response: Response, signal: AbortSignal): Promise<Buffer> {
+  try {
+    return Buffer.from(await response.arrayBuffer());
+  } catch (error) {
+    throw transportFailure(provider, error, signal);
+  }
+}
+
+/** A response's body as JSON; a body that is not JSON is `unavailable` ("malformed response"). */
+export async function readResponseJson(provider: string, response: Response, signal: AbortSignal): Promise<unknown> {
+  const bytes = await readResponseBytes(provider, response, signal);
+  try {
+    return JSON.parse(bytes.toString('utf8')) as unknown;
+  } catch {
+    throw new ProviderError('unavailable', `The ${provider} provider sent a malformed response`);
+  }
+}
+
+/** An error answer's body as text, or '' when it cannot be read: the status alone classifies it. */
+export async function readErrorText(provider: string, response: Response, signal: AbortSignal): Promise<string> {
+  try {
+    return (await readResponseBytes(provider, response, signal)).toString('utf8');
+  } catch {
+    return '';
+  }
+}
 
 export interface UpstreamHttpOptions {
   /** Provider name used in messages (`elevenlabs`). */
@@ -80,13 +143,7 @@ export class UpstreamHttp {
   }
 
   async statusError(response: Response, signal: AbortSignal): Promise<ProviderError> {
-    let text = '';
-    try {
-      text = (await this.readBytes(response, signal)).toString('utf8');
-    } catch {
-      // the body is not needed to classify the status
-    }
-    const detail = this.detailOf(text);
+    const detail = this.detailOf(await readErrorText(this.name, response, signal));
     const suffix = detail ? `: ${detail}` : '';
     const status = response.status;
     if (status === 429) {

@@ -3,8 +3,8 @@
  * engines write OGG/Vorbis or mp3) is re-encoded with ffmpeg when it is there; without it, or when
  * the encoding fails, the result goes as an audio file instead.
  */
-import { runProcess } from '../providers/local/audio-process';
-import { findFfmpeg } from '../providers/local/video';
+import { findFfmpeg } from '../media/executables';
+import { runProgram } from '../media/run-program';
 
 const TRANSCODE_TIMEOUT_MS = 30_000;
 
@@ -22,7 +22,7 @@ export function ffmpegVoiceEncoder(ffmpeg: string | null = findFfmpeg()): VoiceE
     if (!ffmpeg) return null;
     try {
       const args = ['-hide_banner', '-loglevel', 'error', '-i', 'pipe:0', '-vn', '-c:a', 'libopus', '-b:a', '32k', '-ac', '1', '-f', 'ogg', 'pipe:1'];
-      const { stdout } = await runProcess('ffmpeg', ffmpeg, args, { signal: AbortSignal.timeout(TRANSCODE_TIMEOUT_MS), stdin: audio });
+      const { stdout } = await runProgram('ffmpeg', ffmpeg, args, { signal: AbortSignal.timeout(TRANSCODE_TIMEOUT_MS), stdin: audio });
       return isOggOpus(stdout) ? stdout : null;
     } catch {
       return null;

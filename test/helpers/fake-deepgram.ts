@@ -10,7 +10,7 @@
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { sniffAudio } from '../../shared/media/sniff';
-import { wavDuration } from '../../shared/providers/openai/audio';
+import { wavDuration } from '../../shared/media/wav';
 import { LoopbackServer } from './loopback-server';
 
 export interface DeepgramRequest {

@@ -8,7 +8,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
-import { findFfmpeg } from '../../shared/providers/local/video';
+import { findFfmpeg } from '../../shared/media/executables';
 import { sineWav } from './fake-openai';
 import { LoopbackServer } from './loopback-server';
 

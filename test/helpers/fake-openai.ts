@@ -11,7 +11,7 @@ import { spawnSync } from 'node:child_process';
 import http, { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import sharp from 'sharp';
-import { findFfmpeg } from '../../shared/providers/local/video';
+import { findFfmpeg } from '../../shared/media/executables';
 
 export interface RecordedFile {
   filename: string;

@@ -20,7 +20,7 @@ import path from 'node:path';
 import http, { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import sharp from 'sharp';
-import { findFfmpeg } from '../../shared/providers/local/video';
+import { findFfmpeg } from '../../shared/media/executables';
 import { signWebhook } from '../../shared/providers/replicate/webhook';
 import { sineWav } from './fake-openai';
 import { FAKE_OCR_TEXT, FAKE_TOOL_MODELS, toolInputProblem, toolOutputFile } from './fake-replicate-tools';

@@ -4,18 +4,17 @@
  * Stateless; `fetch` is injected. Errors map as in ../upstream-http.ts; Deepgram's bodies are
  * `{err_code, err_msg, request_id}` (newer endpoints: `{category, message, details}`).
  *
- * With diarize, the text is `[Speaker N]: …` lines (the spec's format, as the local recognizer
- * writes them): one line per turn, speakers numbered from 1 in order of first appearance
- * (Deepgram counts from 0). Turns come from the smart-format paragraphs (each carries its
- * speaker), or from the words' speakers when there are no paragraphs.
+ * With diarize, the text is `[Speaker N]: …` lines (the spec's format, as every recognizer writes
+ * them: ../transcript-format.ts): one line per turn, speakers numbered from 1 in order of first
+ * appearance (Deepgram counts from 0). Turns come from the smart-format paragraphs (each carries
+ * its speaker), or from the words' speakers when there are no paragraphs.
  */
+import { audioDuration } from '../../media/audio-duration';
+import { findFfmpeg } from '../../media/executables';
 import { sniffAudio } from '../../media/sniff';
-import { formatSpeakerLines, normalizeLanguage } from '../local/transcription';
-import { findFfmpeg } from '../local/video';
-import { audioDuration } from '../openai/audio';
-import { isRecord } from '../openai/http';
+import { formatSpeakerLines, normalizeLanguage } from '../transcript-format';
 import { CallOptions, ProviderAdapter, TranscriptionRequest, TranscriptionResult } from '../types';
-import { UpstreamHttp } from '../upstream-http';
+import { isRecord, UpstreamHttp } from '../upstream-http';
 
 export const DEEPGRAM_PROVIDER_NAME = 'deepgram';
 

@@ -4,11 +4,11 @@
  * `fetch` is injected. Errors map as in ../upstream-http.ts; ElevenLabs' bodies are
  * `{detail: {status, message}}` or, for validation, `{detail: [{loc, msg}]}`.
  */
-import { findFfmpeg } from '../local/video';
-import { audioDuration, wavDuration } from '../openai/audio';
-import { isRecord } from '../openai/http';
+import { audioDuration } from '../../media/audio-duration';
+import { findFfmpeg } from '../../media/executables';
+import { pcmToWav, wavDuration } from '../../media/wav';
 import { CallOptions, ProviderAdapter, SpeechRequest, SpeechResult } from '../types';
-import { UpstreamHttp } from '../upstream-http';
+import { isRecord, UpstreamHttp } from '../upstream-http';
 
 export const ELEVENLABS_PROVIDER_NAME = 'elevenlabs';
 
@@ -52,25 +52,6 @@ const SIMILARITY_BOOST = 0.75;
 
 export function elevenLabsVoiceId(voice: string): string {
   return ELEVENLABS_VOICES[voice.toLowerCase()] ?? voice;
-}
-
-/** A mono 16-bit little-endian PCM WAV around raw samples. */
-export function pcmToWav(pcm: Buffer, sampleRate: number): Buffer {
-  const header = Buffer.alloc(44);
-  header.write('RIFF', 0, 'latin1');
-  header.writeUInt32LE(36 + pcm.length, 4);
-  header.write('WAVE', 8, 'latin1');
-  header.write('fmt ', 12, 'latin1');
-  header.writeUInt32LE(16, 16); // fmt chunk size
-  header.writeUInt16LE(1, 20); // PCM
-  header.writeUInt16LE(1, 22); // mono
-  header.writeUInt32LE(sampleRate, 24);
-  header.writeUInt32LE(sampleRate * 2, 28); // byte rate
-  header.writeUInt16LE(2, 32); // block align
-  header.writeUInt16LE(16, 34); // bits per sample
-  header.write('data', 36, 'latin1');
-  header.writeUInt32LE(pcm.length, 40);
-  return Buffer.concat([header, pcm]);
 }
 
 /** `{detail: {status, message}}`, `{detail: [{loc, msg}]}` (validation) or `{detail: "…"}`. */

@@ -46,5 +46,3 @@ export class Mutex {
     });
   }
 }
-
-export { abortError };

@@ -2,16 +2,13 @@
  * node-llama-cpp, loaded for the CPU only and never built or downloaded, typed by the few parts
  * this provider uses.
  *
- * node-llama-cpp v3 is an ES module, and this project compiles to CommonJS: tsc (module node16)
- * and @swc/jest both rewrite `import('x')` into `require('x')`, which cannot load it. The import
- * below is built with `new Function`, so neither compiler sees it and Node's real dynamic import
- * runs. It is given an absolute file URL (from `require.resolve`, which the package's `node`
- * export condition answers) because a Function body has no module of its own to resolve bare
- * names from. Jest's module sandbox has no dynamic import at all: inside jest, loading fails (and
- * the model is not offered); the tests run the real loading in a child Node process.
+ * node-llama-cpp v3 is an ES module: it is loaded with importEsm (shared/esm-import.ts says why
+ * that needs a helper in this CommonJS project). Jest's module sandbox has no dynamic import:
+ * inside jest, loading fails (and the model is not offered); the tests run the real loading in a
+ * child Node process.
  */
 import os from 'node:os';
-import { pathToFileURL } from 'node:url';
+import { importEsm } from '../../esm-import';
 
 /** Token ids; the library brands them, this provider only counts them. */
 export type LlamaToken = number;
@@ -90,10 +87,10 @@ export interface LlamaModule {
   LlamaChatSession: new (options: { contextSequence: LlamaContextSequence; autoDisposeSequence: false }) => LlamaChatSession;
 }
 
-/** A real dynamic import that survives tsc's and swc's CommonJS transforms (see the top of this file). */
-const importModule = new Function('specifier', 'return import(specifier)') as (specifier: string) => Promise<unknown>;
-
-/** The path of node-llama-cpp's entry, or null when the package is not installed. */
+/**
+ * The path of node-llama-cpp's entry (the package's `node` export condition answers
+ * `require.resolve`, though the package is an ES module), or null when it is not installed.
+ */
 export function llamaModulePath(): string | null {
   try {
     return require.resolve('node-llama-cpp');
@@ -105,7 +102,7 @@ export function llamaModulePath(): string | null {
 export async function importLlamaModule(): Promise<LlamaModule> {
   const entry = llamaModulePath();
   if (!entry) throw new Error('the npm package node-llama-cpp is not installed');
-  const loaded = (await importModule(pathToFileURL(entry).href)) as Partial<LlamaModule>;
+  const loaded = (await importEsm(entry)) as Partial<LlamaModule>;
   if (typeof loaded.getLlama !== 'function' || typeof loaded.LlamaChatSession !== 'function') {
     throw new Error('node-llama-cpp does not export getLlama and LlamaChatSession (an incompatible version?)');
   }

@@ -7,9 +7,10 @@
  * the tokenizer splits it, `completion_tokens` the tokens the model generated. The sequence keeps
  * what it evaluated, so a follow-up turn of the same conversation re-uses the common prefix.
  */
+import { abortError } from '../abort';
 import { ProviderError } from '../types';
 import type { CallOptions, ChatMessage, TextChunk, TextProvider, TextRequest, TextResult } from '../types';
-import { abortError, Mutex } from './mutex';
+import { Mutex } from './mutex';
 import type { LlamaChatHistoryItem, LlamaContextSequence, LlamaModel, LlamaModule } from './runtime';
 
 /** Reply length when the request sets no `max_tokens`: a few paragraphs, about a minute on 2 cores for a 1–3B model. */

@@ -6,12 +6,12 @@
  *   `whisperModelPath` (WHISPER_MODEL_PATH) is given, the operator's Whisper model;
  * - music: always (fluidsynth + a General-MIDI sound font when installed, else the built-in synth).
  */
+import { findFfmpeg } from '../../media/executables';
 import type { MusicProvider, SpeechProvider, TranscriptionProvider } from '../types';
 import { findFluidsynth, findPocketsphinx, findPocketsphinxModel, findSoundfont } from './audio-tools';
 import { LocalMusicProvider } from './music';
 import { LocalSpeechProvider, speechEnginesInstalled } from './speech';
 import { LocalTranscriptionProvider } from './transcription';
-import { findFfmpeg } from './video';
 import { LocalWhisperProvider, whisperModulePath } from './whisper';
 
 export interface LocalAudioEngines {

@@ -1,81 +1,16 @@
 /**
- * Running the external audio engines (ffmpeg, pocketsphinx, fluidsynth) for the local audio
- * providers: spawned with the caller's abort signal (SIGKILL on abort), stdin fed from a buffer,
- * stdout collected as bytes, a non-zero exit turned into a ProviderError with the end of stderr.
- * Also the ffmpeg steps they share: decoding any input to PCM, encoding PCM to mp3/ogg/wav.
+ * The ffmpeg steps the local audio providers share (decoding any input to PCM, encoding PCM to
+ * mp3/ogg/wav), run with shared/media/run-program.ts, and a temporary directory for the files of
+ * an engine run.
  */
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { runProgram } from '../../media/run-program';
+import type { RunResult } from '../../media/run-program';
 import { ProviderError } from '../types';
-import type { ProviderErrorKind } from '../types';
 import { encodeWav16, fromInt16Bytes, toInt16Bytes } from './dsp/wav';
 import type { PcmAudio } from './dsp/wav';
-import { abortReason } from './text';
-
-export interface RunOptions {
-  signal: AbortSignal;
-  /** Written to the process's stdin, which is then closed. */
-  stdin?: Buffer;
-  /** The kind of ProviderError a non-zero exit becomes (default `unavailable`). */
-  failureKind?: ProviderErrorKind;
-  cwd?: string;
-}
-
-export interface RunResult {
-  stdout: Buffer;
-  stderr: string;
-}
-
-/** Runs `binary args` to the end; see the module comment. */
-export function runProcess(label: string, binary: string, args: string[], options: RunOptions): Promise<RunResult> {
-  const { signal } = options;
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) {
-      reject(abortReason(signal));
-      return;
-    }
-    const child = spawn(binary, args, {
-      signal,
-      killSignal: 'SIGKILL',
-      cwd: options.cwd,
-      stdio: [options.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
-    });
-    const out: Buffer[] = [];
-    let stderr = '';
-    let settled = false;
-    const settle = (fn: () => void): void => {
-      if (settled) return;
-      settled = true;
-      fn();
-    };
-    child.stdout?.on('data', (chunk: Buffer) => out.push(chunk));
-    child.stderr?.setEncoding('utf8');
-    child.stderr?.on('data', (chunk: string) => {
-      stderr = (stderr + chunk).slice(-4000);
-    });
-    if (options.stdin && child.stdin) {
-      // The process may exit before reading everything (an error, or an abort): ignore EPIPE.
-      child.stdin.on('error', () => undefined);
-      child.stdin.end(options.stdin);
-    }
-    child.on('error', (error) => {
-      // A process that never started emits no 'close' of its own on every platform: settle here.
-      // An abort of a running one is settled on 'close', once it is really gone (not writing into
-      // a temp dir that the caller is about to remove).
-      if (child.pid === undefined) settle(() => reject(signal.aborted ? abortReason(signal) : new ProviderError('unavailable', `${label} could not be started: ${error.message}`)));
-    });
-    child.on('close', (code, killedBy) => {
-      if (signal.aborted) settle(() => reject(abortReason(signal)));
-      else if (code === 0) settle(() => resolve({ stdout: Buffer.concat(out), stderr }));
-      else {
-        const tail = stderr.trim().split('\n').slice(-3).join(' | ');
-        settle(() => reject(new ProviderError(options.failureKind ?? 'unavailable', `${label} failed (${code ?? killedBy ?? 'unknown'}): ${tail}`)));
-      }
-    });
-  });
-}
 
 /** A temporary directory for the callback's files, removed afterwards whatever happens. */
 export async function withTempDir<T>(prefix: string, fn: (dir: string) => Promise<T>): Promise<T> {
@@ -107,7 +42,7 @@ export async function decodeAudioFile(
     const args = [...FFMPEG_QUIET, '-i', inPath, '-vn', '-ac', String(channels), '-ar', String(sampleRate), '-f', 's16le', '-acodec', 'pcm_s16le', 'pipe:1'];
     let result: RunResult;
     try {
-      result = await runProcess('ffmpeg', ffmpeg, args, { signal, failureKind: 'bad_request' });
+      result = await runProgram('ffmpeg', ffmpeg, args, { signal, failureKind: 'bad_request' });
     } catch (error) {
       if (error instanceof ProviderError && error.kind === 'bad_request') {
         throw new ProviderError('bad_request', `the audio could not be decoded (${error.message})`);
@@ -146,7 +81,7 @@ export async function encodeAudio(ffmpeg: string | null, audio: PcmAudio, format
       ...codec,
       outPath,
     ];
-    await runProcess('ffmpeg', ffmpeg, args, { signal, stdin: toInt16Bytes(audio.samples) });
+    await runProgram('ffmpeg', ffmpeg, args, { signal, stdin: toInt16Bytes(audio.samples) });
     const bytes = await fs.promises.readFile(outPath);
     if (bytes.length === 0) throw new ProviderError('unavailable', `ffmpeg produced no ${format} output`);
     return bytes;

@@ -6,21 +6,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-
-/** An executable `name` on PATH as an absolute path, or null. */
-export function findOnPath(name: string): string | null {
-  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
-    if (dir === '') continue;
-    const candidate = path.join(dir, name);
-    try {
-      fs.accessSync(candidate, fs.constants.X_OK);
-      if (fs.statSync(candidate).isFile()) return candidate;
-    } catch {
-      // not here
-    }
-  }
-  return null;
-}
+import { findOnPath } from '../../media/executables';
 
 function isFile(file: string): boolean {
   try {

@@ -3,21 +3,23 @@
  * composed (a sky gradient, glows, motifs picked from the prompt's words: sun or moon, mountains,
  * hills, water, a skyline, trees, stars, flowers, rain, snow, or abstract shapes; a vignette), its
  * palette derived from colour and mood words (or from hashes of the words), then sharp renders it,
- * overlays octaves of value noise for texture and encodes it. Same prompt + seed → the same bytes
+ * overlays octaves of value noise for texture and encodes it (shared/media/image-format.ts). Same prompt + seed → the same bytes
  * (with the same sharp/libvips build); another seed → another composition.
  *
  * With `inputImage` (image-to-image) the art is blended over a copy of the input resized (cover)
  * to the requested size.
  */
 import sharp from 'sharp';
+import { encodeImage, IMAGE_FORMATS } from '../../media/image-format';
+import { hashString, seededRng } from '../../random';
+import type { Rng } from '../../random';
+import { abortError } from '../abort';
 import { ProviderError } from '../types';
 import type { CallOptions, FileOutput, ImageProvider, ImageRequest, ImageResult } from '../types';
-import { abortReason, createRng, hashString, normalizeWord } from './text';
+import { normalizeWord } from './text';
 
 export const MIN_IMAGE_SIDE = 16;
 export const MAX_IMAGE_SIDE = 4096;
-
-type Rng = () => number;
 
 interface Hsl {
   h: number;
@@ -388,7 +390,7 @@ function abstract(scene: Scene, rng: Rng): string {
 const MOTIF_ORDER: Motif[] = ['stars', 'sun', 'moon', 'abstract', 'mountains', 'hills', 'water', 'city', 'trees', 'flowers', 'rain', 'snow'];
 
 export function composeSvg(request: ImageRequest): string {
-  const rng = createRng(hashString(`${request.prompt.trim().toLowerCase()}\u0000${request.style ?? ''}\u0000${request.negativePrompt ?? ''}`, seedOf(request.seed)));
+  const rng = seededRng(hashString(`${request.prompt.trim().toLowerCase()}\u0000${request.style ?? ''}\u0000${request.negativePrompt ?? ''}`, seedOf(request.seed)));
   const scene = planScene(request, rng);
   const defs: string[] = [];
   let body = background(scene, rng, defs);
@@ -475,17 +477,6 @@ async function noiseLayers(width: number, height: number, rng: Rng): Promise<sha
   return layers;
 }
 
-export interface EncodedFormat {
-  contentType: string;
-  extension: string;
-}
-
-export const IMAGE_FORMATS: Record<ImageRequest['format'], EncodedFormat> = {
-  webp: { contentType: 'image/webp', extension: 'webp' },
-  png: { contentType: 'image/png', extension: 'png' },
-  jpeg: { contentType: 'image/jpeg', extension: 'jpg' },
-};
-
 function validate(request: ImageRequest): void {
   for (const [name, value] of [
     ['width', request.width],
@@ -503,9 +494,9 @@ export async function drawPicture(request: ImageRequest, signal: AbortSignal): P
   validate(request);
   const { width, height } = request;
   const svg = composeSvg(request);
-  const noiseRng = createRng(hashString(`noise\u0000${request.prompt}`, seedOf(request.seed)));
+  const noiseRng = seededRng(hashString(`noise\u0000${request.prompt}`, seedOf(request.seed)));
   const layers = await noiseLayers(width, height, noiseRng);
-  if (signal.aborted) throw abortReason(signal);
+  if (signal.aborted) throw abortError(signal);
   const art = sharp(Buffer.from(svg), { density: 72 }).resize(width, height, { fit: 'fill' }).composite(layers).removeAlpha();
   if (!request.inputImage) return art;
 
@@ -517,32 +508,20 @@ export async function drawPicture(request: ImageRequest, signal: AbortSignal): P
   }
   const overlay = await art.png({ compressionLevel: 0 }).toBuffer();
   const translucent = await sharp(overlay).removeAlpha().ensureAlpha(0.5).png({ compressionLevel: 0 }).toBuffer();
-  if (signal.aborted) throw abortReason(signal);
+  if (signal.aborted) throw abortError(signal);
   return sharp(base).composite([
     { input: overlay, blend: 'soft-light' },
     { input: translucent, blend: 'over' },
   ]);
 }
 
-export function encode(pipeline: sharp.Sharp, format: ImageRequest['format'], quality: ImageRequest['quality']): sharp.Sharp {
-  const hd = quality === 'hd';
-  switch (format) {
-    case 'webp':
-      return pipeline.webp({ quality: hd ? 92 : 82, effort: 4 });
-    case 'png':
-      return pipeline.png({ compressionLevel: hd ? 9 : 6 });
-    case 'jpeg':
-      return pipeline.jpeg({ quality: hd ? 92 : 84, mozjpeg: true });
-  }
-}
-
 export class LocalImageProvider implements ImageProvider {
   async generate(request: ImageRequest, options: CallOptions): Promise<ImageResult> {
-    if (options.signal.aborted) throw abortReason(options.signal);
+    if (options.signal.aborted) throw abortError(options.signal);
     const picture = await drawPicture(request, options.signal);
     options.onProgress?.(60);
-    const { data, info } = await encode(picture, request.format, request.quality).toBuffer({ resolveWithObject: true });
-    if (options.signal.aborted) throw abortReason(options.signal);
+    const { data, info } = await encodeImage(picture, request.format, request.quality).toBuffer({ resolveWithObject: true });
+    if (options.signal.aborted) throw abortError(options.signal);
     options.onProgress?.(100);
     const file: FileOutput = { bytes: data, ...IMAGE_FORMATS[request.format] };
     return { file, width: info.width, height: info.height, seed: request.seed };

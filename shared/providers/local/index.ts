@@ -4,16 +4,17 @@
  * with sharp, videos are a slow zoom over such a picture encoded by ffmpeg. They are real
  * processing of the request, not canned answers, but they are demos, not models.
  */
+import { findFfmpeg } from '../../media/executables';
 import type { ProviderAdapter } from '../types';
 import { LocalImageProvider } from './image';
 import { LocalTextProvider } from './text';
-import { findFfmpeg, LocalVideoProvider } from './video';
+import { LocalVideoProvider } from './video';
 import { createLocalAudioProviders, localAudioEngines } from './audio-engines';
 import { LocalToolProvider, localToolEngines, upscaleInputProblem } from './tools';
 
 export { LocalTextProvider } from './text';
 export { LocalImageProvider } from './image';
-export { LocalVideoProvider, findFfmpeg, videoDimensions } from './video';
+export { LocalVideoProvider } from './video';
 
 export const LOCAL_PROVIDER_NAME = 'local';
 

@@ -12,9 +12,9 @@
  *
  * The last bar is the tonic chord held to the end; the renderer trims to the exact duration.
  */
-import { createRng, hashString } from './text';
+import { hashString, seededRng } from '../../random';
+import type { Rng } from '../../random';
 
-export type Rng = () => number;
 export type Mode = 'major' | 'minor';
 
 export interface Mood {
@@ -260,7 +260,7 @@ function phraseMelody(rng: Rng, rhythm: number[], chordsOfPhrase: number[], beat
 }
 
 export function composeMusic(request: CompositionRequest): Composition {
-  const rng = createRng(hashString(`music\u0000${request.prompt}`, request.seed >>> 0));
+  const rng = seededRng(hashString(`music\u0000${request.prompt}`, request.seed >>> 0));
   const mood = analyzeMood(request.prompt);
   const mode: Mode = mood.valence > 0 ? 'major' : mood.valence < 0 ? 'minor' : rng() < 0.6 ? 'major' : 'minor';
   const tempo = Math.round(Math.max(54, Math.min(168, baseTempo(mood.energy) + (rng() * 10 - 5))));

@@ -8,11 +8,12 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { runProcess, withTempDir } from './audio-process';
+import { runProgram } from '../../media/run-program';
+import { hashString, seededRng } from '../../random';
+import { withTempDir } from './audio-process';
 import { decodeWav } from './dsp/wav';
 import type { PcmAudio } from './dsp/wav';
 import type { Composition, NoteEvent } from './music-compose';
-import { createRng, hashString } from './text';
 
 // Math's functions as module constants: in hot loops a global lookup of `Math` is slow where the
 // code runs in a vm context (a test runner's sandbox), a local binding is not.
@@ -136,7 +137,7 @@ export async function renderWithFluidsynth(composition: Composition, fluidsynth:
       '-o', 'synth.cpu-cores=1', '-o', 'synth.lock-memory=0',
       soundfont, midiPath,
     ];
-    await runProcess('fluidsynth', fluidsynth, args, { signal, cwd: dir });
+    await runProgram('fluidsynth', fluidsynth, args, { signal, cwd: dir });
     return decodeWav(await fs.promises.readFile(wavPath));
   });
 }
@@ -248,7 +249,7 @@ export function renderWithSynth(composition: Composition, sampleRate = MUSIC_SAM
   const beatSeconds = 60 / composition.tempo;
   const frames = ceil((composition.durationSeconds + 1) * sampleRate);
   const out = new Float32Array(frames * 2);
-  const noise = createRng(hashString(`noise\u0000${composition.keyName}`, composition.tempo));
+  const noise = seededRng(hashString(`noise\u0000${composition.keyName}`, composition.tempo));
   const programs = new Map(composition.parts.map((part) => [part.channel, part.program]));
   for (const note of composition.notes) {
     if (note.channel === 9) renderDrum(out, note, beatSeconds, sampleRate, noise);

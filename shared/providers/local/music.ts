@@ -6,6 +6,8 @@
  * WAV (16-bit 44.1 kHz stereo, written directly) or mp3 (192 kbit/s, ffmpeg). Same prompt + seed
  * + duration → the same bytes on the same machine; another seed → another tune.
  */
+import { findFfmpeg } from '../../media/executables';
+import { abortError } from '../abort';
 import { ProviderError } from '../types';
 import type { CallOptions, MusicProvider, MusicRequest, MusicResult } from '../types';
 import { AUDIO_CONTENT_TYPES, encodeAudio } from './audio-process';
@@ -13,8 +15,6 @@ import { findFluidsynth, findSoundfont } from './audio-tools';
 import type { PcmAudio } from './dsp/wav';
 import { composeMusic } from './music-compose';
 import { finishMusic, MUSIC_SAMPLE_RATE, renderWithFluidsynth, renderWithSynth } from './music-render';
-import { abortReason } from './text';
-import { findFfmpeg } from './video';
 
 export const MAX_MUSIC_SECONDS = 600;
 
@@ -37,7 +37,7 @@ export class LocalMusicProvider implements MusicProvider {
 
   async compose(request: MusicRequest, options: CallOptions): Promise<MusicResult> {
     const { signal } = options;
-    if (signal.aborted) throw abortReason(signal);
+    if (signal.aborted) throw abortError(signal);
     const seconds = request.durationSeconds;
     if (!Number.isFinite(seconds) || seconds <= 0 || seconds > MAX_MUSIC_SECONDS) {
       throw new ProviderError('bad_request', `duration must be more than 0 and at most ${MAX_MUSIC_SECONDS} seconds, got ${seconds}`);
@@ -66,7 +66,7 @@ export class LocalMusicProvider implements MusicProvider {
       }
     }
     if (!raw || raw.sampleRate !== MUSIC_SAMPLE_RATE) raw = renderWithSynth(composition);
-    if (signal.aborted) throw abortReason(signal);
+    if (signal.aborted) throw abortError(signal);
     options.onProgress?.(70);
     const frames = Math.round(seconds * MUSIC_SAMPLE_RATE);
     const audio = finishMusic(raw, frames);

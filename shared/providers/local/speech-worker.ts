@@ -1,7 +1,14 @@
 /**
- * The synthesis thread of the local speech provider, as source text: it runs as a `worker_threads`
- * Worker with `eval: true`, so it needs no separate .js file in dist and is loaded by Node itself
- * (not by a test runner's module system), which lets it `import()` the ES-module eSpeak build.
+ * The synthesis thread of the local speech provider, as source text. The thread is there so that
+ * the WebAssembly synthesis of a long text never blocks the event loop. It runs as a
+ * `worker_threads` Worker with `eval: true`, so it needs no separate .js file in dist.
+ *
+ * It loads the ES-module eSpeak build with a plain `import()` of an absolute file URL: the same
+ * real dynamic import that shared/esm-import.ts builds for the main thread, without that module's
+ * `new Function`, because this source is a string that neither tsc nor SWC rewrites, and Node runs
+ * it itself, outside any test runner's sandbox (so it works under jest too). It cannot call
+ * importEsm: the thread requires modules with plain Node (its execArgv has no TypeScript loader),
+ * and under jest or @swc-node that module exists only as TypeScript.
  *
  * It keeps the engines warm between jobs: Flite's WebAssembly module (all five voices are inside
  * one binary) is compiled once and instantiated per job (a WASI command runs `_start` once), and

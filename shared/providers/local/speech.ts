@@ -12,6 +12,8 @@
  * `durationSeconds` is the sample count of the synthesized audio over its sample rate.
  */
 import { Worker } from 'node:worker_threads';
+import { findFfmpeg } from '../../media/executables';
+import { abortError } from '../abort';
 import { ProviderError } from '../types';
 import type { CallOptions, SpeechProvider, SpeechRequest, SpeechResult } from '../types';
 import { AUDIO_CONTENT_TYPES, encodeAudio } from './audio-process';
@@ -19,8 +21,6 @@ import { audioDurationSeconds, decodeWav, frameCount } from './dsp/wav';
 import type { PcmAudio } from './dsp/wav';
 import { SPEECH_WORKER_SOURCE } from './speech-worker';
 import type { SynthJob, SynthReply, SynthWorkerData } from './speech-worker';
-import { abortReason } from './text';
-import { findFfmpeg } from './video';
 
 export const FLITE_VOICES = ['kal', 'kal16', 'awb', 'rms', 'slt'] as const;
 export type FliteVoice = (typeof FLITE_VOICES)[number];
@@ -102,7 +102,7 @@ class SynthThread {
   run(job: Omit<SynthJob, 'id'>, signal: AbortSignal): Promise<SynthOk> {
     return new Promise((resolve, reject) => {
       if (signal.aborted) {
-        reject(abortReason(signal));
+        reject(abortError(signal));
         return;
       }
       const pending: PendingJob = {
@@ -135,7 +135,7 @@ class SynthThread {
   }
 
   private abort(pending: PendingJob): void {
-    const reason = abortReason(pending.signal);
+    const reason = abortError(pending.signal);
     const index = this.queue.indexOf(pending);
     if (index >= 0) {
       this.queue.splice(index, 1);
@@ -206,7 +206,7 @@ export class LocalSpeechProvider implements SpeechProvider {
 
   async synthesize(request: SpeechRequest, options: CallOptions): Promise<SpeechResult> {
     const { signal } = options;
-    if (signal.aborted) throw abortReason(signal);
+    if (signal.aborted) throw abortError(signal);
     const text = request.text.trim();
     if (text === '') throw new ProviderError('bad_request', 'the text is empty');
     if (text.length > MAX_SPEECH_CHARACTERS) throw new ProviderError('bad_request', `the text is longer than ${MAX_SPEECH_CHARACTERS} characters`);

@@ -15,6 +15,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { hashString, seededRng } from '../../random';
+import { throwIfAborted } from '../abort';
 import { ProviderError } from '../types';
 import type { CallOptions, ChatMessage, TextChunk, TextProvider, TextRequest, TextResult, Usage } from '../types';
 
@@ -39,36 +41,6 @@ interface Chain {
   /** Normalised word → where it occurs, as [sentence, index] pairs. */
   occurrences: Map<string, Array<[number, number]>>;
   sentences: string[][];
-}
-
-// ---------------------------------------------------------------------------------------------
-// Hashing and the PRNG
-// ---------------------------------------------------------------------------------------------
-
-/** cyrb53: a fast 53-bit string hash; good enough to seed a PRNG. */
-export function hashString(text: string, seed = 0): number {
-  let h1 = 0xdeadbeef ^ seed;
-  let h2 = 0x41c6ce57 ^ seed;
-  for (let i = 0; i < text.length; i++) {
-    const ch = text.charCodeAt(i);
-    h1 = Math.imul(h1 ^ ch, 2654435761);
-    h2 = Math.imul(h2 ^ ch, 1597334677);
-  }
-  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
-  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
-  return 4294967296 * (2097151 & h2) + (h1 >>> 0);
-}
-
-/** mulberry32: a tiny deterministic PRNG returning floats in [0, 1). */
-export function createRng(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -338,7 +310,7 @@ export function generateReply(request: Pick<TextRequest, 'messages' | 'temperatu
   const c = chain();
   const temperature = clampTemperature(request.temperature);
   const texts = request.messages.map((message) => ({ role: message.role, text: messageText(message) }));
-  const rng = createRng(hashString(JSON.stringify({ texts, temperature })));
+  const rng = seededRng(hashString(JSON.stringify({ texts, temperature })));
 
   const lastUser = [...texts].reverse().find((message) => message.role === 'user');
   const keywords = keywordsOf(c, lastUser?.text ?? texts.map((t) => t.text).join(' '));
@@ -392,18 +364,6 @@ function usageFor(request: TextRequest, content: string): Usage {
   const prompt = request.messages.reduce((sum, message) => sum + countWords(messageText(message)), 0);
   const completion = countWords(content);
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
-}
-
-function throwIfAborted(signal: AbortSignal): void {
-  if (signal.aborted) throw abortReason(signal);
-}
-
-export function abortReason(signal: AbortSignal): Error {
-  const reason: unknown = signal.reason;
-  if (reason instanceof Error) return reason;
-  const error = new Error(typeof reason === 'string' ? reason : 'The operation was aborted');
-  error.name = 'AbortError';
-  return error;
 }
 
 export class LocalTextProvider implements TextProvider {

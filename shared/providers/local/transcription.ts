@@ -13,50 +13,24 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { findFfmpeg } from '../../media/executables';
+import { runProgram } from '../../media/run-program';
+import { abortError } from '../abort';
+import { formatSpeakerLines, normalizeLanguage } from '../transcript-format';
 import { ProviderError } from '../types';
 import type { CallOptions, TranscriptionProvider, TranscriptionRequest, TranscriptionResult } from '../types';
-import { decodeAudioFile, runProcess, withTempDir } from './audio-process';
+import { decodeAudioFile, withTempDir } from './audio-process';
 import { findPocketsphinx, findPocketsphinxModel } from './audio-tools';
 import type { PocketsphinxModel } from './audio-tools';
 import { detectSpeechSegments, diarizeSegments } from './dsp/diarize';
 import type { Segment } from './dsp/diarize';
 import { toInt16Bytes } from './dsp/wav';
-import { abortReason } from './text';
-import { findFfmpeg } from './video';
 
 export const STT_SAMPLE_RATE = 16_000;
 /** PocketSphinx's frame rate (`-frate`, frames a second). */
 const FRAMES_PER_SECOND = 100;
 /** Utterance cutting when no speakers are wanted: longer pauses, longer utterances. */
 const PLAIN_VAD = { minPauseSeconds: 0.45, maxSegmentSeconds: 20 };
-
-/** `en`, `en-US`, `en_GB`, `English` → `en`; null/empty stays null (detect). */
-export function normalizeLanguage(language: string | null): string | null {
-  if (language === null) return null;
-  const value = language.trim().toLowerCase();
-  if (value === '' || value === 'auto') return null;
-  if (value === 'english') return 'en';
-  return value.split(/[-_]/)[0];
-}
-
-/** `[Speaker N]: text` lines; consecutive utterances of one speaker joined; speakers renumbered 1.. by first line. */
-export function formatSpeakerLines(utterances: Array<{ speaker: number; text: string }>): string {
-  const lines: Array<{ speaker: number; words: string[] }> = [];
-  for (const { speaker, text } of utterances) {
-    const trimmed = text.trim();
-    if (trimmed === '') continue;
-    const last = lines[lines.length - 1];
-    if (last && last.speaker === speaker) last.words.push(trimmed);
-    else lines.push({ speaker, words: [trimmed] });
-  }
-  const numbers = new Map<number, number>();
-  return lines
-    .map((line) => {
-      if (!numbers.has(line.speaker)) numbers.set(line.speaker, numbers.size + 1);
-      return `[Speaker ${numbers.get(line.speaker)}]: ${line.words.join(' ')}`;
-    })
-    .join('\n');
-}
 
 /**
  * Decodes each segment of 16 kHz mono audio with one `pocketsphinx_batch` run; returns one text
@@ -84,7 +58,7 @@ export async function recognizeWithPocketsphinx(
       '-hmm', model.hmm, '-lm', model.lm, '-dict', model.dict,
       '-logfn', '/dev/null',
     ];
-    await runProcess('pocketsphinx', binary, args, { signal });
+    await runProgram('pocketsphinx', binary, args, { signal });
     const texts = new Array<string>(segments.length).fill('');
     const hyp = await fs.promises.readFile(hypPath, 'utf8').catch(() => '');
     for (const line of hyp.split('\n')) {
@@ -116,7 +90,7 @@ export class LocalTranscriptionProvider implements TranscriptionProvider {
 
   async transcribe(request: TranscriptionRequest, options: CallOptions): Promise<TranscriptionResult> {
     const { signal } = options;
-    if (signal.aborted) throw abortReason(signal);
+    if (signal.aborted) throw abortError(signal);
     const language = normalizeLanguage(request.language);
     if (language !== null && language !== 'en') {
       throw new ProviderError('bad_request', `language ${request.language} is not supported by the local recognizer: English (en) only`);

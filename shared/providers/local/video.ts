@@ -3,102 +3,32 @@
  * image provider draws for the prompt and seed (or over `startImage`), encoded as H.264 + yuv420p
  * MP4 with `+faststart`, plus a JPEG thumbnail of the first frame.
  *
- * Sizes: the short side is the resolution (`480p` → 480, `720p` → 720, `1080p` → 1080; an empty
- * resolution means 720p), the long side follows the aspect ratio, both rounded to even numbers.
+ * Sizes (`videoDimensions()`, shared/media/video-size.ts): the short side is the resolution (`480p`
+ * → 480, `720p` → 720, `1080p` → 1080; an empty resolution means 720p), the long side follows the
+ * aspect ratio, both rounded to even numbers.
  * The duration is exact: round(seconds × 25) frames at 25 fps.
  *
  * ffmpeg: the system `ffmpeg` when `ffmpeg -version` runs, else the static binary inside the npm
- * package `@ffmpeg-installer/ffmpeg`; see `findFfmpeg()`.
+ * package `@ffmpeg-installer/ffmpeg`; see `findFfmpeg()` in shared/media/executables.ts.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
+import { findFfmpeg } from '../../media/executables';
+import { evenSide, videoDimensions } from '../../media/video-size';
+import { hashString, seededRng } from '../../random';
+import { abortError } from '../abort';
 import { ProviderError } from '../types';
 import type { CallOptions, VideoProvider, VideoRequest, VideoResult } from '../types';
 import { LocalImageProvider, MAX_IMAGE_SIDE } from './image';
-import { abortReason, createRng, hashString } from './text';
 
 export const VIDEO_FPS = 25;
 export const MAX_VIDEO_SECONDS = 60;
-const SUPPORTED_SHORT_SIDES = [360, 480, 540, 720, 1080];
 /** The still is drawn larger than the video so zoompan's whole-pixel crop steps stay small. */
 const OVERSAMPLE = 2;
 const ZOOM_RANGE = 0.22;
-
-// ---------------------------------------------------------------------------------------------
-// Finding ffmpeg
-// ---------------------------------------------------------------------------------------------
-
-let cachedFfmpeg: string | null | undefined;
-
-function runs(command: string): boolean {
-  const result = spawnSync(command, ['-hide_banner', '-version'], { stdio: 'ignore', timeout: 15_000 });
-  return result.error === undefined && result.status === 0;
-}
-
-/** `ffmpeg` on PATH as an absolute path (for reporting), or the bare name if it cannot be placed. */
-function onPath(name: string): string {
-  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
-    if (dir === '') continue;
-    const candidate = path.join(dir, name);
-    try {
-      fs.accessSync(candidate, fs.constants.X_OK);
-      return candidate;
-    } catch {
-      // not here
-    }
-  }
-  return name;
-}
-
-function installerBinary(): string | null {
-  try {
-    // Required lazily: the package throws (a string) on a platform it has no binary for.
-    const installer = require('@ffmpeg-installer/ffmpeg') as typeof import('@ffmpeg-installer/ffmpeg');
-    return typeof installer.path === 'string' ? installer.path : null;
-  } catch {
-    return null;
-  }
-}
-
-/**
- * The ffmpeg to run: the system one when `ffmpeg -version` works, else the binary of the npm
- * package `@ffmpeg-installer/ffmpeg` when it runs, else null. Looked up once per process.
- */
-export function findFfmpeg(): string | null {
-  if (cachedFfmpeg !== undefined) return cachedFfmpeg;
-  if (runs('ffmpeg')) {
-    cachedFfmpeg = onPath('ffmpeg');
-  } else {
-    const bundled = installerBinary();
-    cachedFfmpeg = bundled !== null && runs(bundled) ? bundled : null;
-  }
-  return cachedFfmpeg;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Sizes
-// ---------------------------------------------------------------------------------------------
-
-function even(value: number): number {
-  return Math.max(2, Math.round(value / 2) * 2);
-}
-
-/** The output size for an aspect ratio (`16:9`) and a resolution (`480p`). */
-export function videoDimensions(aspectRatio: string, resolution: string): { width: number; height: number } {
-  const res = /^\s*(\d{3,4})p\s*$/i.exec(resolution === '' ? '720p' : resolution);
-  const short = res ? Number(res[1]) : NaN;
-  if (!SUPPORTED_SHORT_SIDES.includes(short)) {
-    throw new ProviderError('bad_request', `unsupported resolution ${resolution}; use one of ${SUPPORTED_SHORT_SIDES.map((s) => `${s}p`).join(', ')}`);
-  }
-  const ratio = /^\s*(\d+(?:\.\d+)?)\s*:\s*(\d+(?:\.\d+)?)\s*$/.exec(aspectRatio === '' ? '16:9' : aspectRatio);
-  const w = ratio ? Number(ratio[1]) : NaN;
-  const h = ratio ? Number(ratio[2]) : NaN;
-  if (!(w > 0 && h > 0) || w / h > 4 || h / w > 4) throw new ProviderError('bad_request', `unsupported aspect ratio ${aspectRatio}`);
-  return w >= h ? { width: even((short * w) / h), height: short } : { width: short, height: even((short * h) / w) };
-}
 
 // ---------------------------------------------------------------------------------------------
 // Running ffmpeg
@@ -112,7 +42,7 @@ export function videoDimensions(aspectRatio: string, resolution: string): { widt
 function runFfmpeg(binary: string, args: string[], signal: AbortSignal, onFrame?: (frame: number) => void): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal.aborted) {
-      reject(abortReason(signal));
+      reject(abortError(signal));
       return;
     }
     const child = spawn(binary, args, { signal, killSignal: 'SIGKILL', stdio: ['ignore', 'pipe', 'pipe'] });
@@ -139,7 +69,7 @@ function runFfmpeg(binary: string, args: string[], signal: AbortSignal, onFrame?
       if (child.pid === undefined) reject(new ProviderError('unavailable', `ffmpeg could not be started: ${error.message}`));
     });
     child.on('close', (code, killedBy) => {
-      if (signal.aborted) reject(abortReason(signal));
+      if (signal.aborted) reject(abortError(signal));
       else if (code === 0) resolve();
       else if (spawnError && child.pid === undefined) return;
       else reject(new ProviderError('unavailable', `ffmpeg failed (${code ?? killedBy ?? 'unknown'}): ${stderr.trim().split('\n').slice(-3).join(' | ')}`));
@@ -160,7 +90,7 @@ interface Motion {
 }
 
 function motionFor(request: VideoRequest): Motion {
-  const rng = createRng(hashString(`motion\u0000${request.prompt}`, request.seed >>> 0));
+  const rng = seededRng(hashString(`motion\u0000${request.prompt}`, request.seed >>> 0));
   const zoomIn = rng() < 0.7;
   const focusX = 0.3 + rng() * 0.4;
   const focusY = 0.3 + rng() * 0.4;
@@ -172,7 +102,7 @@ export class LocalVideoProvider implements VideoProvider {
 
   async generate(request: VideoRequest, options: CallOptions): Promise<VideoResult> {
     const { signal } = options;
-    if (signal.aborted) throw abortReason(signal);
+    if (signal.aborted) throw abortError(signal);
     const seconds = request.durationSeconds;
     if (!Number.isFinite(seconds) || seconds <= 0 || seconds > MAX_VIDEO_SECONDS) {
       throw new ProviderError('bad_request', `duration must be more than 0 and at most ${MAX_VIDEO_SECONDS} seconds, got ${seconds}`);
@@ -183,8 +113,8 @@ export class LocalVideoProvider implements VideoProvider {
 
     const frames = Math.max(1, Math.round(seconds * VIDEO_FPS));
     const scale = Math.min(OVERSAMPLE, MAX_IMAGE_SIDE / Math.max(width, height));
-    const stillWidth = even(width * scale);
-    const stillHeight = even(height * scale);
+    const stillWidth = evenSide(width * scale);
+    const stillHeight = evenSide(height * scale);
 
     const still = await this.still(request, stillWidth, stillHeight, signal);
     options.onProgress?.(10);

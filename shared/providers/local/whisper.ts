@@ -14,13 +14,14 @@
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import { findFfmpeg } from '../../media/executables';
+import { abortError } from '../abort';
+import { formatSpeakerLines, normalizeLanguage } from '../transcript-format';
 import { ProviderError } from '../types';
 import type { CallOptions, TranscriptionProvider, TranscriptionRequest, TranscriptionResult } from '../types';
 import { decodeAudioFile } from './audio-process';
 import { detectSpeechSegments, diarizeSegments } from './dsp/diarize';
-import { abortReason } from './text';
-import { formatSpeakerLines, normalizeLanguage, STT_SAMPLE_RATE } from './transcription';
-import { findFfmpeg } from './video';
+import { STT_SAMPLE_RATE } from './transcription';
 
 type WhisperModule = typeof import('@napi-rs/whisper');
 type WhisperContext = InstanceType<WhisperModule['Whisper']>;
@@ -128,7 +129,7 @@ export function probeWhisperModel(file: string, signal: AbortSignal, timeoutMs =
   if (!modulePath) return Promise.reject(new ProviderError('unavailable', 'the npm package @napi-rs/whisper is not installed'));
   return new Promise((resolve, reject) => {
     if (signal.aborted) {
-      reject(abortReason(signal));
+      reject(abortError(signal));
       return;
     }
     const child = spawn(process.execPath, ['-e', PROBE_SCRIPT, modulePath, file], {
@@ -143,11 +144,11 @@ export function probeWhisperModel(file: string, signal: AbortSignal, timeoutMs =
       stderr = (stderr + chunk).slice(-8000);
     });
     child.on('error', (error) => {
-      if (signal.aborted) reject(abortReason(signal));
+      if (signal.aborted) reject(abortError(signal));
       else if (child.pid === undefined) reject(new ProviderError('unavailable', `the Whisper model check could not start: ${error.message}`));
     });
     child.on('close', (code, killedBy) => {
-      if (signal.aborted) reject(abortReason(signal));
+      if (signal.aborted) reject(abortError(signal));
       else if (code === 0) resolve();
       else if (killedBy === 'SIGKILL' || killedBy === 'SIGTERM') reject(unavailable(file, `could not be loaded within ${Math.round(timeoutMs / 1000)} s (is it a corrupt file?)`));
       else if (killedBy) reject(unavailable(file, `is corrupt: the loader crashed (${killedBy}: ${loaderComplaint(stderr) || 'no message'})`));
@@ -202,7 +203,7 @@ export class LocalWhisperProvider implements TranscriptionProvider {
 
   async transcribe(request: TranscriptionRequest, options: CallOptions): Promise<TranscriptionResult> {
     const { signal } = options;
-    if (signal.aborted) throw abortReason(signal);
+    if (signal.aborted) throw abortError(signal);
     if (request.audio.length === 0) throw new ProviderError('bad_request', 'the audio is empty');
     const { lib, context, info } = await this.loaded(signal);
     const language = normalizeLanguage(request.language);
@@ -231,7 +232,7 @@ export class LocalWhisperProvider implements TranscriptionProvider {
       const labelled = diarizeSegments(samples, STT_SAMPLE_RATE, detectSpeechSegments(samples, STT_SAMPLE_RATE));
       const utterances: Array<{ speaker: number; text: string }> = [];
       for (const [i, segment] of labelled.entries()) {
-        if (signal.aborted) throw abortReason(signal);
+        if (signal.aborted) throw abortError(signal);
         utterances.push({ speaker: segment.speaker, text: run(samples.subarray(segment.start, segment.end)) });
         options.onProgress?.(10 + Math.round((85 * (i + 1)) / labelled.length));
       }

@@ -3,8 +3,8 @@
  * bearer key (only when one is configured), and the mapping of every failure to a ProviderError.
  * The key never appears in an error message: provider messages are scrubbed of it.
  */
-import { readResponseBytes, readResponseJson, transportFailure } from '../abort';
 import { ProviderError } from '../types';
+import { isRecord, parseRetryAfter, readErrorText, readResponseBytes, readResponseJson, transportFailure } from '../upstream-http';
 
 export interface UpstreamOptions {
   /** e.g. `https://api.openai.com/v1`; no trailing slash needed. */
@@ -21,10 +21,6 @@ interface ErrorBody {
   message: string;
   code: string | null;
   type: string | null;
-}
-
-export function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** Error codes and wording that mean the provider refused the content, not the parameters. */
@@ -107,12 +103,7 @@ export class Upstream {
 
   /** Maps a non-2xx answer to its ProviderError kind. */
   async statusError(response: Response, signal: AbortSignal): Promise<ProviderError> {
-    let text = '';
-    try {
-      text = (await this.readBytes(response, signal)).toString('utf8');
-    } catch {
-      // the body is not needed to classify the status
-    }
+    const text = await readErrorText(this.name, response, signal);
     const body = parseErrorBody(text);
     const detail = body ? this.scrub(body.message).slice(0, 500) : '';
     const status = response.status;
@@ -169,17 +160,4 @@ function parseErrorBody(text: string): ErrorBody | null {
   }
   if (isRecord(parsed)) return errorFromValue(parsed.error) ?? errorFromValue(parsed);
   return null;
-}
-
-/** `retry-after-ms` (OpenAI), else `Retry-After` in seconds or as an HTTP date; undefined if absent. */
-export function parseRetryAfter(headers: Headers, now = Date.now()): number | undefined {
-  const ms = headers.get('retry-after-ms');
-  if (ms !== null && ms.trim() !== '' && Number.isFinite(Number(ms)) && Number(ms) >= 0) return Math.round(Number(ms));
-  const value = headers.get('retry-after');
-  if (value === null || value.trim() === '') return undefined;
-  const seconds = Number(value);
-  if (Number.isFinite(seconds)) return Math.max(0, Math.round(seconds * 1000));
-  const date = Date.parse(value);
-  if (Number.isNaN(date)) return undefined;
-  return Math.max(0, date - now);
 }

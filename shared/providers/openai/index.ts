@@ -7,7 +7,11 @@
  * other 4xx → bad_request, 5xx and network errors → unavailable, aborts and timeouts → timeout.
  */
 import sharp from 'sharp';
-import { findFfmpeg } from '../local/video';
+import { audioDuration } from '../../media/audio-duration';
+import { findFfmpeg } from '../../media/executables';
+import { IMAGE_FORMATS } from '../../media/image-format';
+import { sniffAudio } from '../../media/sniff';
+import { wavDuration } from '../../media/wav';
 import {
   CallOptions,
   ImageRequest,
@@ -23,8 +27,8 @@ import {
   TranscriptionResult,
   Usage,
 } from '../types';
-import { audioDuration, sniffAudio, wavDuration } from './audio';
-import { isRecord, Upstream, UpstreamOptions } from './http';
+import { isRecord } from '../upstream-http';
+import { Upstream, UpstreamOptions } from './http';
 import { languageCode } from './languages';
 import { sseData } from './sse';
 
@@ -35,12 +39,6 @@ export interface OpenAIProviderOptions extends UpstreamOptions {
   /** Where ffmpeg is (to measure mp3/ogg speech); defaults to `findFfmpeg()`. Null: estimate. */
   ffmpeg?: () => string | null;
 }
-
-const IMAGE_FORMATS = {
-  webp: { contentType: 'image/webp', extension: 'webp' },
-  png: { contentType: 'image/png', extension: 'png' },
-  jpeg: { contentType: 'image/jpeg', extension: 'jpg' },
-} as const;
 
 /** Our speech formats → the API's `response_format` (its `opus` is Ogg/Opus) and the file we store. */
 const SPEECH_FORMATS = {
@@ -197,7 +195,8 @@ export function createOpenAIProvider(options: OpenAIProviderOptions): ProviderAd
   }
 
   async function transcribeAs(request: TranscriptionRequest, responseFormat: 'verbose_json' | 'json', call: CallOptions): Promise<unknown> {
-    const kind = sniffAudio(request.audio);
+    // The endpoint decides the format by the file name; bytes not recognised go as mp3, the most common upload.
+    const kind = sniffAudio(request.audio) ?? { extension: 'mp3', contentType: 'audio/mpeg' };
     const form = new FormData();
     form.append('file', new Blob([request.audio], { type: kind.contentType }), `audio.${kind.extension}`);
     form.append('model', request.upstreamModel);

@@ -4,9 +4,8 @@
  * sent only to the API's own origin (never to the CDN an output URL points at, nor across a
  * redirect) and never appears in an error message.
  */
-import { readResponseBytes, transportFailure } from '../abort';
-import { isRecord, parseRetryAfter } from '../openai/http';
 import { ProviderError } from '../types';
+import { isRecord, parseRetryAfter, readErrorText, readResponseBytes, transportFailure } from '../upstream-http';
 
 export const REPLICATE_PROVIDER_NAME = 'replicate';
 
@@ -198,12 +197,7 @@ export class ReplicateHttp {
 
   /** Maps a non-2xx answer (`{detail, status, title}`) to its ProviderError kind. */
   private async statusError(response: Response, signal: AbortSignal, during: 'create' | 'poll'): Promise<ProviderError> {
-    let text = '';
-    try {
-      text = (await this.readBytes(response, signal)).toString('utf8');
-    } catch {
-      // the body is not needed to classify the status
-    }
+    const text = await readErrorText(this.name, response, signal);
     const detail = this.scrub(errorDetail(text)).slice(0, 500);
     const suffix = detail ? `: ${detail}` : '';
     const status = response.status;

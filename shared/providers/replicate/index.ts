@@ -7,9 +7,9 @@
  * the prediction upstream, best effort, and fails with `timeout`. Image tools map their inputs
  * per tool (see tools.ts); OCR's output is the text itself, not a file.
  */
-import { findFfmpeg } from '../local/video';
-import { isRecord } from '../openai/http';
+import { findFfmpeg } from '../../media/executables';
 import { CallOptions, ImageRequest, MusicRequest, ProviderAdapter, ProviderError, VideoRequest } from '../types';
+import { isRecord } from '../upstream-http';
 import { PollAnswer, Prediction, REPLICATE_PROVIDER_NAME, ReplicateHttp } from './http';
 import { imageResult, musicResult, videoResult } from './media';
 import { outputText, TOOL_MAPPINGS, toolImageResult, toolInput, toolOf } from './tools';

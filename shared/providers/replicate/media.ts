@@ -8,10 +8,10 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
+import { encodeImage, IMAGE_FORMATS } from '../../media/image-format';
 import { sniffImage, sniffAudio } from '../../media/sniff';
-import { videoDimensions } from '../local/video';
-import { IMAGE_FORMATS, encode } from '../local/image';
-import { wavDuration } from '../openai/audio';
+import { videoDimensions } from '../../media/video-size';
+import { wavDuration } from '../../media/wav';
 import { FileOutput, ImageRequest, ImageResult, MusicRequest, MusicResult, ProviderError, VideoRequest, VideoResult } from '../types';
 
 const THUMBNAIL_TIMEOUT_MS = 20_000;
@@ -41,7 +41,7 @@ export async function imageResult(bytes: Buffer, request: ImageRequest): Promise
       if (!meta.width || !meta.height) throw new Error('no size');
       return { file: { bytes, contentType: wanted.contentType, extension: wanted.extension }, width: meta.width, height: meta.height, seed: request.seed };
     }
-    const converted = await encode(sharp(bytes), request.format, request.quality).toBuffer({ resolveWithObject: true });
+    const converted = await encodeImage(sharp(bytes), request.format, request.quality).toBuffer({ resolveWithObject: true });
     return {
       file: { bytes: converted.data, contentType: wanted.contentType, extension: wanted.extension },
       width: converted.info.width,

@@ -9,10 +9,10 @@
  * the tool (`…esrgan…`, `…face-swap…`, `…inpaint…`).
  */
 import sharp from 'sharp';
+import { encodeImage, IMAGE_FORMATS } from '../../media/image-format';
 import { sniffImage } from '../../media/sniff';
-import { IMAGE_FORMATS, encode } from '../local/image';
-import { isRecord } from '../openai/http';
 import { ImageRequest, ProviderError, ToolRequest, ToolResult } from '../types';
+import { isRecord } from '../upstream-http';
 
 export const REPLICATE_TOOLS = ['upscale-esrgan', 'face-swap', 'remove-bg', 'style-transfer', 'colorize', 'inpaint', 'ocr'] as const;
 export type ReplicateTool = (typeof REPLICATE_TOOLS)[number];
@@ -130,7 +130,7 @@ export async function toolImageResult(bytes: Buffer, params: Record<string, unkn
   const format = resultFormat(params);
   const wanted = IMAGE_FORMATS[format];
   try {
-    const converted = await encode(sharp(bytes), format, 'standard').toBuffer({ resolveWithObject: true });
+    const converted = await encodeImage(sharp(bytes), format, 'standard').toBuffer({ resolveWithObject: true });
     return { kind: 'image', file: { bytes: converted.data, contentType: wanted.contentType, extension: wanted.extension }, width: converted.info.width, height: converted.info.height };
   } catch {
     throw new ProviderError('unavailable', 'The replicate provider returned an image that could not be decoded');

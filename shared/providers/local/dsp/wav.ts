@@ -3,6 +3,7 @@
  * 32/64-bit float, plain or WAVE_FORMAT_EXTENSIBLE, any number of channels. Samples are handed
  * around as interleaved Float32 in [-1, 1]; files are written as 16-bit PCM.
  */
+import { pcmToWav } from '../../../media/wav';
 
 // Math's functions as module constants: in hot loops a global lookup of `Math` is slow where the
 // code runs in a vm context (a test runner's sandbox), a local binding is not.
@@ -136,22 +137,7 @@ export function fromInt16Bytes(bytes: Uint8Array): Float32Array {
 
 /** A canonical 44-byte-header 16-bit PCM WAV file. */
 export function encodeWav16(audio: PcmAudio): Buffer {
-  const data = toInt16Bytes(audio.samples);
-  const header = Buffer.alloc(44);
-  header.write('RIFF', 0, 'latin1');
-  header.writeUInt32LE(36 + data.length, 4);
-  header.write('WAVE', 8, 'latin1');
-  header.write('fmt ', 12, 'latin1');
-  header.writeUInt32LE(16, 16);
-  header.writeUInt16LE(FORMAT_PCM, 20);
-  header.writeUInt16LE(audio.channels, 22);
-  header.writeUInt32LE(audio.sampleRate, 24);
-  header.writeUInt32LE(audio.sampleRate * audio.channels * 2, 28);
-  header.writeUInt16LE(audio.channels * 2, 32);
-  header.writeUInt16LE(16, 34);
-  header.write('data', 36, 'latin1');
-  header.writeUInt32LE(data.length, 40);
-  return Buffer.concat([header, data]);
+  return pcmToWav(toInt16Bytes(audio.samples), audio.sampleRate, audio.channels);
 }
 
 /** Mono mix (the mean of the channels). */

@@ -13,9 +13,11 @@
  * smooth light areas turn sky-blue or skin-toned, rough mid-tones green, rough darks brown. A
  * caller may pass its own reference as the second image. Results are plausible, not true, colours.
  */
+import { seededRng } from '../../../random';
+import { throwIfAborted } from '../../abort';
 import type { CallOptions, ToolResult } from '../../types';
-import { decodeImage, encodePng, imageResult, isOpaque, throwIfAborted } from './common';
-import { fractalNoise, gaussianBlur, labToRgbInto, localStats, rgbToLab, seededRng } from './pixels';
+import { decodeImage, encodePng, imageResult, isOpaque } from './common';
+import { fractalNoise, gaussianBlur, labToRgbInto, localStats, rgbToLab } from './pixels';
 import type { LabImage } from './pixels';
 
 /** A module-local binding: hot loops then skip a global lookup (an accessor under Jest's sandbox, ~50× slower). */

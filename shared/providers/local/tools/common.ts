@@ -1,7 +1,7 @@
 /**
  * Helpers shared by the local image tools: locating a package's files on disk, decoding inputs to
  * raw pixels with sharp (EXIF orientation applied), encoding PNG results, lazily loaded engines that
- * stay warm, and abort checks. Nothing heavy is loaded here.
+ * stay warm. Nothing heavy is loaded here.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -21,8 +21,6 @@ export function packageDir(name: string): string {
   }
   throw new Error(`Package ${name} is not installed`);
 }
-
-export { abortError, throwIfAborted } from '../../abort';
 
 /** Lets other work (and abort signals) run between long synchronous steps. */
 export function yieldToEventLoop(): Promise<void> {

@@ -11,9 +11,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import sharp from 'sharp';
+import { throwIfAborted } from '../../abort';
 import { ProviderError } from '../../types';
 import type { CallOptions, ToolResult } from '../../types';
-import { decodeImage, encodePng, engineUnavailable, imageResult, lazy, packageDir, throwIfAborted } from './common';
+import { decodeImage, encodePng, engineUnavailable, imageResult, lazy, packageDir } from './common';
 import type { RawImage } from './common';
 import { boundingBox, cloneSeamless, convexHull, delaunay, transferColour, warpPiecewiseAffine } from './face-geometry';
 import type { Point } from './face-geometry';

@@ -14,10 +14,10 @@
  * Importing this module loads nothing heavy: each engine is required and initialised on its first
  * call and stays warm. `localToolEngines()` reports which tools can run here.
  */
+import { throwIfAborted } from '../../abort';
 import { ProviderError } from '../../types';
 import type { CallOptions, ToolProvider, ToolRequest, ToolResult } from '../../types';
 import { runColorize } from './colorize';
-import { throwIfAborted } from './common';
 import { faceSwapAvailable, runFaceSwap } from './face-swap';
 import { runInpaint } from './inpaint';
 import { closeOcr, ocrAvailable, runOcr } from './ocr';

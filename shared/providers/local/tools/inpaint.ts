@@ -7,9 +7,10 @@
  * fills from the surroundings, it does not invent content.
  */
 import sharp from 'sharp';
+import { throwIfAborted } from '../../abort';
 import { ProviderError } from '../../types';
 import type { CallOptions, ToolResult } from '../../types';
-import { decodeImage, dropAlpha, encodePng, engineUnavailable, imageResult, isOpaque, throwIfAborted } from './common';
+import { decodeImage, dropAlpha, encodePng, engineUnavailable, imageResult, isOpaque } from './common';
 import { loadOpenCv } from './opencv';
 import type { CvMat, OpenCv } from './types/opencv';
 

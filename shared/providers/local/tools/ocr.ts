@@ -7,9 +7,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import sharp from 'sharp';
+import { throwIfAborted } from '../../abort';
 import { ProviderError } from '../../types';
 import type { CallOptions, ToolResult } from '../../types';
-import { engineUnavailable, lazy, packageDir, throwIfAborted } from './common';
+import { engineUnavailable, lazy, packageDir } from './common';
 
 type Tesseract = typeof import('tesseract.js');
 type TesseractWorker = Awaited<ReturnType<Tesseract['createWorker']>>;

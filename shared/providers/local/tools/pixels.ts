@@ -1,8 +1,9 @@
 /**
  * Pixel maths shared by the classic tools: sRGB ↔ CIE L*a*b* (D65), separable Gaussian blur,
- * neighbourhood mean/standard deviation from integral images, gradients, a seeded RNG and value
- * noise. Plain typed arrays, no dependencies.
+ * neighbourhood mean/standard deviation from integral images, gradients and value noise (drawn from
+ * a seeded RNG of shared/random.ts). Plain typed arrays, no dependencies.
  */
+import type { Rng } from '../../../random';
 
 /** A module-local binding: hot loops then skip a global lookup (an accessor under Jest's sandbox, ~50× slower). */
 const Math = globalThis.Math;
@@ -195,20 +196,6 @@ export function gradients(src: Float32Array, width: number, height: number): { g
     }
   }
   return { gx, gy };
-}
-
-export type Rng = () => number;
-
-/** mulberry32: a small seeded PRNG, uniform in [0, 1). */
-export function seededRng(seed: number): Rng {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** Smooth value noise in [0, 1): bilinear interpolation of a random lattice with `cell` px spacing. */

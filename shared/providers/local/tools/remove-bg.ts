@@ -11,8 +11,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import sharp from 'sharp';
+import { throwIfAborted } from '../../abort';
 import type { CallOptions, ToolResult } from '../../types';
-import { decodeImage, encodePng, engineUnavailable, imageResult, lazy, packageDir, throwIfAborted } from './common';
+import { decodeImage, encodePng, engineUnavailable, imageResult, lazy, packageDir } from './common';
 
 /** A module-local binding: hot loops then skip a global lookup (an accessor under Jest's sandbox, ~50× slower). */
 const Math = globalThis.Math;

@@ -26,11 +26,13 @@
  * larger input is brought back to its own size with Lanczos.
  */
 import sharp from 'sharp';
+import { seededRng } from '../../../random';
+import type { Rng } from '../../../random';
+import { throwIfAborted } from '../../abort';
 import { ProviderError } from '../../types';
 import type { CallOptions, ToolResult } from '../../types';
-import { clampByte, decodeImage, encodePng, imageResult, isOpaque, throwIfAborted, yieldToEventLoop } from './common';
-import { fractalNoise, gaussianBlur, gradients, labToRgbInto, rgbToLab, seededRng } from './pixels';
-import type { Rng } from './pixels';
+import { clampByte, decodeImage, encodePng, imageResult, isOpaque, yieldToEventLoop } from './common';
+import { fractalNoise, gaussianBlur, gradients, labToRgbInto, rgbToLab } from './pixels';
 
 /** A module-local binding: hot loops then skip a global lookup (an accessor under Jest's sandbox, ~50× slower). */
 const Math = globalThis.Math;

@@ -16,9 +16,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import sharp from 'sharp';
+import { throwIfAborted } from '../../abort';
 import { ProviderError } from '../../types';
 import type { CallOptions, ToolResult } from '../../types';
-import { clampByte, decodeImage, dropAlpha, encodePng, imageResult, imageSize, isOpaque, lazy, packageDir, throwIfAborted, yieldToEventLoop } from './common';
+import { clampByte, decodeImage, dropAlpha, encodePng, imageResult, imageSize, isOpaque, lazy, packageDir, yieldToEventLoop } from './common';
 import type { Lazy } from './common';
 import { loadTf, tfLoadFailed } from './tf';
 import type { Tf } from './tf';

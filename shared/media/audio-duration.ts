@@ -1,49 +1,10 @@
 /**
- * Audio helpers of the OpenAI-compatible adapter: what container some bytes are (the
- * transcription endpoint decides the format by the file name), and how long they play.
- * Duration: WAV from its header; anything else by decoding it with ffmpeg (`time=` of the
- * final stats line, else the `Duration:` of the input); an estimate from the bytes only when
- * no ffmpeg can be run.
+ * How long some audio plays: WAV from its header; anything else by decoding it with ffmpeg
+ * (`time=` of the final stats line, else the `Duration:` of the input); an estimate from the
+ * bytes only when no ffmpeg can be run.
  */
 import { spawn } from 'node:child_process';
-
-export interface AudioKind {
-  extension: 'wav' | 'mp3' | 'ogg' | 'flac' | 'm4a' | 'webm';
-  contentType: string;
-}
-
-export function sniffAudio(bytes: Buffer): AudioKind {
-  const ascii = (start: number, end: number): string => bytes.subarray(start, end).toString('latin1');
-  if (ascii(0, 4) === 'RIFF' && ascii(8, 12) === 'WAVE') return { extension: 'wav', contentType: 'audio/wav' };
-  if (ascii(0, 4) === 'OggS') return { extension: 'ogg', contentType: 'audio/ogg' };
-  if (ascii(0, 4) === 'fLaC') return { extension: 'flac', contentType: 'audio/flac' };
-  if (ascii(4, 8) === 'ftyp') return { extension: 'm4a', contentType: 'audio/mp4' };
-  if (bytes.length >= 4 && bytes.readUInt32BE(0) === 0x1a45dfa3) return { extension: 'webm', contentType: 'audio/webm' };
-  // ID3 tag or an MPEG audio frame sync; also the fallback (the most common upload).
-  return { extension: 'mp3', contentType: 'audio/mpeg' };
-}
-
-/** Seconds of a PCM WAV from its `fmt ` and `data` chunks, or null when it is not one. */
-export function wavDuration(bytes: Buffer): number | null {
-  if (bytes.length < 12 || bytes.toString('latin1', 0, 4) !== 'RIFF' || bytes.toString('latin1', 8, 12) !== 'WAVE') return null;
-  let offset = 12;
-  let byteRate = 0;
-  while (offset + 8 <= bytes.length) {
-    const id = bytes.toString('latin1', offset, offset + 4);
-    const size = bytes.readUInt32LE(offset + 4);
-    const start = offset + 8;
-    if (id === 'fmt ' && start + 12 <= bytes.length) byteRate = bytes.readUInt32LE(start + 8);
-    if (id === 'data') {
-      if (byteRate === 0) return null;
-      // Streamed WAVs (OpenAI's among them) may leave the size unset (0 or 0xFFFFFFFF): use what arrived.
-      const available = bytes.length - start;
-      const length = size === 0 || size === 0xffffffff || size > available ? available : size;
-      return length / byteRate;
-    }
-    offset = start + size + (size % 2);
-  }
-  return null;
-}
+import { wavDuration } from './wav';
 
 /** Parses `HH:MM:SS.xx`. */
 function clockSeconds(value: string): number {
