@@ -152,7 +152,7 @@ export async function buildContainer(config: Config, options: ContainerOptions):
     : new LocalProviderSlots(config.providerConcurrency);
   const store = new GenerationStore(db);
   const runner = new GenerationRunner(db, store, catalog, providers, storage, inputs, clock, log, slots);
-  const assistants = new Assistants(loadAssistants(config.productFiles.assistants), db, clock);
+  const assistants = new Assistants(loadAssistants(config.productFiles.assistants), catalog, db, clock);
   const generations = new Generations(db, store, catalog, plans, generationLimiter, queue, runner, storage, inputs, assistants, clock, config.contentPolicyBlocklist, log);
   const history = new History(db, generations, storage, clock);
   // Results of generations the Telegram bot started are delivered by a job, whichever process ends them.
