@@ -113,6 +113,24 @@ function npmVersionOf(userAgent) {
   return /^npm\/(\d+\.\d+\.\d+)/.exec(userAgent ?? '')?.[1];
 }
 
+/**
+ * The version of the npm whose CLI script is `npmCli` (`…/npm/bin/npm-cli.js`, npm's
+ * `npm_execpath`), from its package.json. More reliable than the user agent, which an outer npm
+ * (`npx npm@10 run setup`) passes down unchanged.
+ * @param {string | undefined} npmCli
+ * @returns {string | undefined}
+ */
+function npmVersionAt(npmCli) {
+  if (!npmCli) return undefined;
+  try {
+    /** @type {{ name?: unknown, version?: unknown }} */
+    const pkg = JSON.parse(fs.readFileSync(path.join(path.dirname(npmCli), '..', 'package.json'), 'utf8'));
+    return pkg.name === 'npm' && typeof pkg.version === 'string' ? pkg.version : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // I/O
 
@@ -229,7 +247,9 @@ function systemPackages() {
 function npmInstall() {
   const npmCli = process.env.npm_execpath;
   const [file, ...args] = npmCli && /\.c?js$/.test(npmCli) ? [process.execPath, npmCli] : ['npm'];
-  const env = { ...process.env, ...npmInstallEnv(npmVersionOf(process.env.npm_config_user_agent)) };
+  const version = npmVersionAt(npmCli) ?? npmVersionOf(process.env.npm_config_user_agent);
+  const env = { ...process.env, ...npmInstallEnv(version) };
+  say(`npm ${version ?? '(version unknown)'}`);
   say('$ npm install --no-audit --no-fund   (builds dist/; the first time takes a few minutes)');
   const result = spawnSync(/** @type {string} */ (file), [...args, 'install', '--no-audit', '--no-fund'], {
     stdio: 'inherit',
@@ -255,6 +275,6 @@ function main() {
   say('ready: `npm start` runs the service, `npm test` the tests.');
 }
 
-module.exports = { SYSTEM_PACKAGES, PACKAGE_NAMES, planSystemPackages, manualCommand, npmInstallEnv, npmVersionOf };
+module.exports = { SYSTEM_PACKAGES, PACKAGE_NAMES, planSystemPackages, manualCommand, npmInstallEnv, npmVersionOf, npmVersionAt };
 
 if (require.main === module) main();

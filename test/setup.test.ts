@@ -1,7 +1,8 @@
 /** `npm run setup` (cli/setup.js): what it plans to run for root, sudo, neither, and not Debian. */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
-import { manualCommand, npmInstallEnv, npmVersionOf, PACKAGE_NAMES, planSystemPackages, SYSTEM_PACKAGES } from '../cli/setup';
+import { manualCommand, npmInstallEnv, npmVersionAt, npmVersionOf, PACKAGE_NAMES, planSystemPackages, SYSTEM_PACKAGES } from '../cli/setup';
 
 const none = { debian: true, missing: [], root: false, sudo: false, missingEngines: [] };
 
@@ -66,6 +67,21 @@ it("tells onnxruntime-node to skip its CUDA download only on an npm that ignores
   expect(npmVersionOf('npm/11.19.1 node/v20.20.2 linux x64 workspaces/false')).toBe('11.19.1');
   expect(npmVersionOf('yarn/1.22.22 npm/? node/v20.20.2')).toBeUndefined();
   expect(npmVersionOf(undefined)).toBeUndefined();
+});
+
+it("reads the npm version from the package.json beside npm's CLI script", () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'setup-npm-'));
+  try {
+    fs.mkdirSync(path.join(dir, 'bin'));
+    fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'npm', version: '10.9.9' }));
+    expect(npmVersionAt(path.join(dir, 'bin', 'npm-cli.js'))).toBe('10.9.9');
+    fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'not-npm', version: '1.0.0' }));
+    expect(npmVersionAt(path.join(dir, 'bin', 'npm-cli.js'))).toBeUndefined();
+    expect(npmVersionAt(path.join(dir, 'nowhere', 'npm-cli.js'))).toBeUndefined();
+    expect(npmVersionAt(undefined)).toBeUndefined();
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 it('is what `npm run setup` runs, and the onnxruntime setting is not left where npm warns about it', () => {
