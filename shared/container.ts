@@ -163,7 +163,7 @@ export async function buildContainer(config: Config, options: ContainerOptions):
     : new LocalProviderSlots(config.providerConcurrency);
   const store = new GenerationStore(db, billing);
   const runner = new GenerationRunner(db, store, catalog, providers, storage, inputs, clock, log, slots);
-  const assistants = new Assistants(loadAssistants(config.productFiles.assistants), db, clock);
+  const assistants = new Assistants(loadAssistants(config.productFiles.assistants), catalog, db, clock);
   const generations = new Generations({
     db,
     store,
