@@ -12,22 +12,8 @@ import { LedgerEntry, User } from '../shared/db/entities';
 import { useTestApp } from './helpers/app';
 import { refreshCookieFrom, registerUser, uniqueEmail } from './helpers/users';
 
-/**
- * These tests use no model. While the checkout has no product catalog yet, a one-model stand-in
- * lets the container boot; once product/catalog.json exists it is used as is.
- */
-function catalogEnv(): Record<string, string> {
-  if (fs.existsSync(path.join(__dirname, '..', 'product', 'catalog.json'))) return {};
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gensvc-catalog-'));
-  afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const file = path.join(dir, 'catalog.json');
-  const model = { slug: 'placeholder', name: 'Placeholder', category: 'text', provider: 'none', upstream_model: 'none', sync: true, price: { base: 1 } };
-  fs.writeFileSync(file, JSON.stringify({ models: [model] }));
-  return { CATALOG_PATH: file };
-}
 
-const catalog = catalogEnv();
-const t = useTestApp(catalog);
+const t = useTestApp();
 
 const PASSWORD = 'admin-made password';
 const DAY_MS = 86_400_000;
@@ -418,7 +404,7 @@ interface ProcessResult {
 const repoRoot = path.join(__dirname, '..');
 
 function runCli(dataDir: string, args: string[]): Promise<ProcessResult> {
-  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, DATA_DIR: dataDir, LOG_LEVEL: 'silent', ...catalog };
+  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, DATA_DIR: dataDir, LOG_LEVEL: 'silent' };
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['-r', '@swc-node/register', 'cli/admin.ts', ...args], { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';

@@ -4,29 +4,13 @@
  * the last-used timestamp and hash-only storage.
  */
 import crypto from 'node:crypto';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { ApiKeys } from '../shared/auth/api-keys';
 import { ApiKey } from '../shared/db/entities';
 import { useTestApp } from './helpers/app';
 import { registerUser, TestUser, userOnPlan } from './helpers/users';
 
-/**
- * These tests use no model. While the checkout has no product catalog yet, a one-model stand-in
- * lets the container boot; once product/catalog.json exists it is used as is.
- */
-function catalogEnv(): Record<string, string> {
-  if (fs.existsSync(path.join(__dirname, '..', 'product', 'catalog.json'))) return {};
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gensvc-catalog-'));
-  afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const file = path.join(dir, 'catalog.json');
-  const model = { slug: 'placeholder', name: 'Placeholder', category: 'text', provider: 'none', upstream_model: 'none', sync: true, price: { base: 1 } };
-  fs.writeFileSync(file, JSON.stringify({ models: [model] }));
-  return { CATALOG_PATH: file };
-}
 
-const t = useTestApp(catalogEnv());
+const t = useTestApp();
 
 const KEY_SHAPE = /^gsk_[0-9A-Za-z]{44}$/;
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';

@@ -202,6 +202,11 @@ describe('images, aliases and prices', () => {
     const range = await t.app.http().get(filePath).set('range', 'bytes=0-7').buffer(true);
     expect(range.status).toBe(206);
     expect(range.headers['content-range']).toMatch(/^bytes 0-7\/\d+$/);
+    const size = Number(file.headers['content-length']);
+    const beyond = await t.app.http().get(filePath).set('range', `bytes=${size}-`);
+    expect(beyond.status).toBe(416);
+    expect(beyond.headers['content-range']).toBe(`bytes */${size}`);
+    expect(beyond.body).toEqual({ detail: 'Range not satisfiable', code: 'range_not_satisfiable' });
     expect((await t.app.http().get('/files/results/2026/11/00000000000000000000000000000000.png')).status).toBe(404);
     expect((await t.app.http().get('/files/../../etc/passwd')).status).toBe(404);
   });

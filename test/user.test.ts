@@ -2,28 +2,11 @@
  * The caller's own account (spec 2.3, 2.4, 2.9, 4.7): profile, balance, settings, deletion, the
  * authentication errors of every /user route and the rate-limit headers (decisions.md "Limits").
  */
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { Generation, LedgerEntry, User } from '../shared/db/entities';
 import { useTestApp } from './helpers/app';
 import { registerUser, TestUser, uniqueEmail, userOnPlan } from './helpers/users';
 
-/**
- * These tests use no model. While the checkout has no product catalog yet, a one-model stand-in
- * lets the container boot; once product/catalog.json exists it is used as is.
- */
-function catalogEnv(): Record<string, string> {
-  if (fs.existsSync(path.join(__dirname, '..', 'product', 'catalog.json'))) return {};
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gensvc-catalog-'));
-  afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const file = path.join(dir, 'catalog.json');
-  const model = { slug: 'placeholder', name: 'Placeholder', category: 'text', provider: 'none', upstream_model: 'none', sync: true, price: { base: 1 } };
-  fs.writeFileSync(file, JSON.stringify({ models: [model] }));
-  return { CATALOG_PATH: file };
-}
-
-const t = useTestApp(catalogEnv());
+const t = useTestApp();
 
 const USER_FIELDS = [
   'auth_methods',
@@ -520,6 +503,31 @@ describe('rate-limit headers', () => {
     expect(res.headers['x-ratelimit-limit-day']).toBe('0');
     expect(res.headers).not.toHaveProperty('x-ratelimit-remaining-hour');
     expect(res.headers).not.toHaveProperty('x-ratelimit-remaining-day');
+  });
+
+  it('routes open to everyone carry them when the caller authenticates (the catalog and prices)', async () => {
+    const user = await userOnPlan(t.app, 'vip');
+    const slug = (await t.app.http().get('/api/v2/models')).body.models[0].slug as string;
+    const key = (await t.app.http().post('/api/v2/keys').set('authorization', bearer(user)).send({ name: 'k' })).body.key as string;
+    const calls = [
+      () => t.app.http().get('/api/v2/models'),
+      () => t.app.http().get(`/api/v2/models/${slug}`),
+      () => t.app.http().get(`/api/v2/models/${slug}/avg-time`),
+      () => t.app.http().post(`/api/v2/models/${slug}/calculate-price`).send({}),
+    ];
+    for (const call of calls) {
+      for (const credential of [bearer(user), `Bearer ${key}`]) {
+        const res = await call().set('authorization', credential);
+        expect(res.status).toBe(200);
+        expect(res.headers['x-ratelimit-limit-hour']).toBe('100');
+        expect(res.headers['x-ratelimit-remaining-day']).toBe('1000');
+      }
+      const anonymous = await call();
+      expect(anonymous.status).toBe(200);
+      expect(anonymous.headers).not.toHaveProperty('x-ratelimit-limit-hour');
+      // Credentials given are checked, as on every route.
+      expect((await call().set('authorization', 'Bearer not-a-token')).status).toBe(401);
+    }
   });
 
   it('an unauthenticated response carries no plan limits', async () => {

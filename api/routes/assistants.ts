@@ -2,10 +2,10 @@
 import Router from '@koa/router';
 import { z } from 'zod';
 import type { Assistant, AssistantStats } from '../../shared/assistants';
-import { iso } from '../presenters/dates';
 import { AppCustom, AppState, callerOf } from '../context';
 import { parseBody, validate } from '../http';
 import { requireAuth } from '../middleware/auth';
+import { presentAssistant, presentInstalledAssistant } from '../presenters/assistant';
 
 const MarketplaceQuery = z.object({
   page: z.coerce.number().int().min(1).max(100_000).default(1),
@@ -14,18 +14,6 @@ const MarketplaceQuery = z.object({
   category: z.string().max(64).optional(),
 });
 const RateBody = z.object({ rating: z.number().int('must be an integer').min(1, 'must be 1 to 5').max(5, 'must be 1 to 5') });
-
-function presentAssistant(assistant: Assistant, stats: AssistantStats) {
-  return {
-    id: assistant.id,
-    name: assistant.name,
-    description: assistant.description,
-    model: assistant.model,
-    category: assistant.category,
-    installs: stats.installs,
-    rating: stats.rating,
-  };
-}
 
 export function assistantRoutes(): Router<AppState, AppCustom> {
   const router = new Router<AppState, AppCustom>({ prefix: '/api/v2/assistants' });
@@ -50,13 +38,7 @@ export function assistantRoutes(): Router<AppState, AppCustom> {
     const installed = await assistants.installed(callerOf(ctx).user.id);
     const stats = await assistants.stats(installed.map((i) => i.assistant.id));
     ctx.body = {
-      assistants: installed.map(({ assistant, install }) => ({
-        ...presentAssistant(assistant, stats.get(assistant.id) as AssistantStats),
-        system_prompt: assistant.system_prompt,
-        default_params: assistant.default_params,
-        user_rating: install.rating,
-        installed_at: iso(install.createdAt),
-      })),
+      assistants: installed.map(({ assistant, install }) => presentInstalledAssistant(assistant, stats.get(assistant.id) as AssistantStats, install)),
       total: installed.length,
     };
   });

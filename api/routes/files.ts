@@ -25,12 +25,7 @@ export function fileRoutes(): Router<AppState, AppCustom> {
       let end = range[1] && range[2] ? Number(range[2]) : stat.size - 1;
       start = Math.max(0, start);
       end = Math.min(end, stat.size - 1);
-      if (start > end || start >= stat.size) {
-        ctx.status = 416;
-        ctx.set('Content-Range', `bytes */${stat.size}`);
-        ctx.body = { detail: 'Range not satisfiable', code: 'range_not_satisfiable' };
-        return;
-      }
+      if (start > end || start >= stat.size) throw new AppError('range_not_satisfiable', { headers: { 'Content-Range': `bytes */${stat.size}` } });
       ctx.status = 206;
       ctx.set('Content-Range', `bytes ${start}-${end}/${stat.size}`);
       ctx.length = end - start + 1;

@@ -6,6 +6,7 @@ import { PlanNameSchema } from '../../shared/plans';
 import { splitRequestBody } from '../../shared/generation/input';
 import { AppCustom, AppState } from '../context';
 import { parseBody, validate } from '../http';
+import { optionalAuth } from '../middleware/auth';
 import { presentModel, presentPrice } from '../presenters/model';
 
 const ListQuery = z.object({
@@ -15,6 +16,8 @@ const ListQuery = z.object({
 
 export function modelRoutes(): Router<AppState, AppCustom> {
   const router = new Router<AppState, AppCustom>({ prefix: '/api/v2/models' });
+  // Open to everyone; a caller who sends credentials is authenticated and gets the limit headers.
+  router.use(optionalAuth);
 
   router.get('/', async (ctx) => {
     const query = validate(ListQuery, ctx.query);

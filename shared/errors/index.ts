@@ -22,6 +22,7 @@ export const errorCatalogue = {
   },
   payload_too_large: { status: 413, detail: 'Request body too large' },
   unsupported_media_type: { status: 415, detail: 'Unsupported content type' },
+  range_not_satisfiable: { status: 416, detail: 'Range not satisfiable' },
   validation_failed: { status: 422, detail: 'Validation failed' },
   invalid_reset_token: { status: 422, detail: 'Invalid or expired reset token' },
   wrong_password: { status: 422, detail: 'Current password is incorrect' },
