@@ -130,4 +130,34 @@ describe('the recovery sweep', () => {
     const row = await app.container.db.repo(User).findOneByOrFail({ id: user.id });
     expect(row.heldTokens).toBe(app.container.queue.kind === 'in-process' ? 0 : 6);
   });
+
+  it('answers an accepted request with its id even when queueing it fails, and the sweep queues it', async () => {
+    const user = await registerUser(app);
+    const auth = ['authorization', `Bearer ${user.accessToken}`] as const;
+    const { queue } = app.container;
+    const enqueue = queue.enqueue.bind(queue);
+    queue.enqueue = async () => {
+      throw new Error('NOSCRIPT No matching script. Please use EVAL.');
+    };
+    let res;
+    try {
+      res = await app.http().post('/api/v2/generate').set(...auth).send({ model: 'fake-art', prompt: 'queue is down' });
+    } finally {
+      queue.enqueue = enqueue;
+    }
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ status: 'pending', id: expect.any(Number) });
+    expect((await app.container.db.repo(User).findOneByOrFail({ id: user.id })).heldTokens).toBe(6);
+    const requeued: number[] = [];
+    queue.enqueue = async (name, payload, options) => {
+      if (name === 'generation.run') requeued.push((payload as { generationId: number }).generationId);
+      return enqueue(name, payload, options);
+    };
+    try {
+      await sweepPending(app.container);
+    } finally {
+      queue.enqueue = enqueue;
+    }
+    expect(requeued).toContain(res.body.id);
+  });
 });

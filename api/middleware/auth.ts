@@ -50,7 +50,10 @@ export async function requireAuth(ctx: AppContext, next: Next): Promise<void> {
   if (ctx.state.caller) return next();
   const caller = await authenticate(ctx, bearerToken(ctx));
   ctx.state.caller = caller;
-  setRateLimitHeaders(ctx, await ctx.container.generationLimiter.snapshot(caller.user.id, caller.plan));
+  // The limits live in Redis: while it is away, reads still answer (without the headers);
+  // a generation request then meets the outage where it counts against the limit (503).
+  const snapshot = await ctx.container.generationLimiter.snapshot(caller.user.id, caller.plan).catch(() => null);
+  if (snapshot) setRateLimitHeaders(ctx, snapshot);
   await next();
 }
 

@@ -130,7 +130,13 @@ export class Generations {
       return { ...started, generation: ended.generation, balance: ended.balance ?? started.balance };
     }
     const job = options.job ?? 'generation.run';
-    await this.deps.queue.enqueue(job, { generationId: generation.id }, { jobId: runJobId(job, generation.id) });
+    try {
+      await this.deps.queue.enqueue(job, { generationId: generation.id }, { jobId: runJobId(job, generation.id) });
+    } catch (error) {
+      // Accepted is accepted: the row and its hold are committed, and the database is the truth.
+      // The worker's sweep queues pending rows that no job holds, so this answers with the id.
+      this.deps.log.warn({ err: (error as Error).message, generationId: generation.id, job }, 'could not queue an accepted generation; the sweep will');
+    }
     return started;
   }
 

@@ -21,6 +21,17 @@ function makeLimiter(redis: Redis | undefined, keyPrefix: string, points: number
     : new RateLimiterMemory({ keyPrefix, points, duration });
 }
 
+/**
+ * Fails at once while the Redis connection is lost (it is being re-established): a command would
+ * otherwise wait in the client's queue through reconnection attempts, seconds for every request.
+ * While connecting at boot, commands wait for the connection as usual.
+ */
+function reachable(redis: Redis | undefined): void {
+  if (redis && (redis.status === 'reconnecting' || redis.status === 'close' || redis.status === 'end')) {
+    throw Object.assign(new Error('Redis is not reachable (limits)'), { code: 'ECONNREFUSED' });
+  }
+}
+
 function seconds(ms: number): number {
   return Math.max(1, Math.ceil(ms / 1000));
 }
@@ -57,7 +68,10 @@ export class GenerationLimiter {
   private readonly hour: RateLimiterAbstract;
   private readonly day: RateLimiterAbstract;
 
-  constructor(redis: Redis | undefined, prefix: string) {
+  constructor(
+    private readonly redis: Redis | undefined,
+    prefix: string,
+  ) {
     this.hour = makeLimiter(redis, `${prefix}:limit:gen-hour`, COUNTER_POINTS, 3600);
     this.day = makeLimiter(redis, `${prefix}:limit:gen-day`, COUNTER_POINTS, 86_400);
   }
@@ -74,6 +88,7 @@ export class GenerationLimiter {
 
   async snapshot(userId: number, plan: Plan): Promise<LimitSnapshot> {
     if (plan.hourlyLimit === 0 && plan.dailyLimit === 0) return { hour: null, day: null };
+    reachable(this.redis);
     const [hour, day] = await Promise.all([this.hour.get(String(userId)), this.day.get(String(userId))]);
     return { hour: this.window(plan.hourlyLimit, hour, 3600), day: this.window(plan.dailyLimit, day, 86_400) };
   }
@@ -82,6 +97,7 @@ export class GenerationLimiter {
   async consume(userId: number, plan: Plan): Promise<ConsumeResult> {
     if (plan.hourlyLimit === 0 && plan.dailyLimit === 0) return { ok: true, snapshot: { hour: null, day: null } };
     const key = String(userId);
+    reachable(this.redis);
     const [hour, day] = await Promise.all([this.hour.consume(key, 1), this.day.consume(key, 1)]);
     const hourFull = plan.hourlyLimit > 0 && hour.consumedPoints > plan.hourlyLimit;
     const dayFull = plan.dailyLimit > 0 && day.consumedPoints > plan.dailyLimit;
@@ -114,7 +130,7 @@ export class AuthLimiter {
   private readonly limiters = new Map<AuthEndpoint, RateLimiterAbstract>();
 
   constructor(
-    redis: Redis | undefined,
+    private readonly redis: Redis | undefined,
     prefix: string,
     limits: { loginPerMinute: number; registerPerMinute: number; forgotPerHour: number },
   ) {
@@ -130,6 +146,7 @@ export class AuthLimiter {
   async hit(endpoint: AuthEndpoint, ip: string): Promise<void> {
     const limiter = this.limiters.get(endpoint);
     if (!limiter) return;
+    reachable(this.redis);
     try {
       await limiter.consume(ip, 1);
     } catch (rejection) {

@@ -3,7 +3,8 @@
  * (bee-queue will not add an id it still holds); stalled jobs of a dead worker are picked up
  * again by stall detection.
  */
-import BeeQueue from 'bee-queue';
+import type BeeQueue from 'bee-queue';
+import { RecoveringBeeQueue } from './recovering-bee';
 import type { Logger } from '../log';
 import { jobSettings } from './settings';
 import type { EnqueueOptions, JobName, JobPayloads, JobTable, Queue } from './types';
@@ -28,7 +29,7 @@ export class BeeQueueBackend implements Queue {
   private queue(name: JobName): BeeQueue<Payload> {
     let queue = this.queues.get(name);
     if (!queue) {
-      queue = new BeeQueue<Payload>(name, {
+      queue = new RecoveringBeeQueue<Payload>(name, {
         prefix: `${this.prefix}:bq`,
         redis: { url: this.redisUrl },
         isWorker: this.isWorker,
