@@ -30,6 +30,21 @@ module.exports = {
       to: { path: ABOVE_SHARED, pathNot: '^$1/' },
     },
     {
+      name: 'shells-use-the-entry-points',
+      comment:
+        'A shell starts, streams, polls, cancels and prices generations through generation/service.ts; the runner, the store, the provider calls and the SQL of billing are the domain\'s own.',
+      severity: 'error',
+      from: { path: '^(api|bot|worker|cli)/' },
+      to: { path: '^shared/(generation/(runner|store|provider-calls|execute|stored-input)|billing/sql)\\.ts$' },
+    },
+    {
+      name: 'billing-sql-stays-in-billing',
+      comment: 'Every balance movement goes through shared/billing: its SQL is used nowhere else.',
+      severity: 'error',
+      from: { pathNot: '^shared/billing/|^test/' },
+      to: { path: '^shared/billing/sql\\.ts$' },
+    },
+    {
       name: 'shared-imports-nothing-above',
       comment: 'shared/ is the domain: it never reaches into a shell, the migrations, tools or tests (callers pass what it needs).',
       severity: 'error',

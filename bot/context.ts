@@ -16,6 +16,7 @@ import { refusalText } from '../shared/telegram/refusal';
 import type { ChatStates, KeyValueStore } from '../shared/telegram/state';
 import { Language, languageOf, Texts, TEXTS } from '../shared/telegram/texts';
 import { Preferences } from './preferences';
+import { jobIds } from '../shared/queue/job-ids';
 
 export interface Account {
   user: User;
@@ -93,7 +94,7 @@ export function createServices(container: Container, api: Api): BotServices {
       await api.sendMessage(chatId, a.texts.failed(generation.error ?? ''));
       return;
     }
-    if (await announce(generation, model)) await queue.enqueue('bot.deliver', { generationId: generation.id }, { jobId: `bot-deliver-${generation.id}` });
+    if (await announce(generation, model)) await queue.enqueue('bot.deliver', { generationId: generation.id }, { jobId: jobIds.botDeliver(generation.id) });
   }
 
   return {

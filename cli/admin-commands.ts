@@ -8,6 +8,7 @@ import { hashPassword } from '../shared/auth/passwords';
 import { normalizeEmail } from '../shared/auth/password-accounts';
 import { presentBalance, presentUser } from '../api/presenters/account';
 import { iso } from '../api/presenters/dates';
+import { tokenBalance } from '../shared/billing';
 import type { Container } from '../shared/container';
 import { LedgerEntry, User } from '../shared/db/entities';
 import { AppError } from '../shared/errors';
@@ -159,7 +160,7 @@ export async function runAdminCommand(container: Container, argv: string[]): Pro
       const rows = await db.repo(LedgerEntry).find({ where: { userId: user.id }, order: { id: 'DESC' }, take: Math.min(Math.max(limit, 1), 1000) });
       return {
         email: user.email,
-        balance: user.subscriptionTokens + user.bonusTokens,
+        balance: tokenBalance(user),
         items: rows.map((e) => ({
           id: e.id,
           amount: e.amount,

@@ -71,9 +71,9 @@ export interface Container {
   providers: ProviderRegistry;
   storage: Storage;
   queue: Queue;
-  /** Every movement of a balance (holds, captures, releases, grants). */
+  /** Every movement of a balance (holds, captures, releases, grants, refills, corrections). */
   billing: Billing;
-  /** The generation hot path's plain-SQL writes (hold + insert, completion + capture). */
+  /** The generation row's plain-SQL statements (insert, claim, completion, failure; money through billing). */
   generationStore: GenerationStore;
   runner: GenerationRunner;
   generations: Generations;

@@ -183,6 +183,23 @@ describe('chat', () => {
     expect(tg.callsOf('sendMessage', carl.id)).toHaveLength(1);
   });
 
+  it('does not start a turn twice for an update redelivered while its reply is still being written', async () => {
+    const erin = person();
+    fake.next({ kind: 'succeed', delayMs: 1500 });
+    const update = tg.message(erin, 'take your time');
+    // The placeholder is out and the turn is running: Telegram sends the same update again.
+    await tg.waitFor(() => tg.callsOf('sendMessage', erin.id)[0]);
+    tg.redeliver(update);
+    await tg.waitFor(() => tg.calls.length > 0 && !tg.hasRedeliveries());
+    const generation = await chatTurnDone(erin.id);
+    expect(generation.status).toBe('completed');
+    expect(await generationsOf(erin.id)).toHaveLength(1);
+    expect(await charges(erin.id)).toHaveLength(1);
+    // One placeholder, edited into the reply; the redelivery neither said nor ran anything.
+    expect(tg.callsOf('sendMessage', erin.id)).toHaveLength(1);
+    expect(fake.calls.filter((c) => c.capability === 'text.stream')).toHaveLength(1);
+  });
+
   it('splits a reply over 4096 characters into several messages', async () => {
     fake.reply = Array.from({ length: 60 }, (_, i) => `${String(i).padStart(2, '0')}${'x'.repeat(97)}`).join(' ');
     const dan = person();

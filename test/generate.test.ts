@@ -414,7 +414,8 @@ describe('streaming', () => {
       response.on('end', () => done(null, text));
     });
     const end = parseEvents(res.body as string).at(-1);
-    expect(end).toMatchObject({ event: 'generation_end', data: { status: 'failed', tokens_used: 0, error: 'refused mid-stream' } });
+    // Not charged: the balance it reports is the owner's as it stands.
+    expect(end).toMatchObject({ event: 'generation_end', data: { status: 'failed', tokens_used: 0, error: 'refused mid-stream', balance_remaining: 50 } });
     expect(await balance(user)).toMatchObject({ token_balance: 50, held_tokens: 0 });
   });
 

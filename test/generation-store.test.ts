@@ -5,6 +5,7 @@
  */
 import path from 'node:path';
 import { ApiKey, Generation, LedgerEntry, User, Webhook } from '../shared/db/entities';
+import { positional } from '../shared/db/raw';
 import { EntityRows } from '../shared/db/rows';
 import { CompletionSet, pendingGeneration } from '../shared/generation/store';
 import { useTestApp } from './helpers/app';
@@ -88,6 +89,27 @@ describe('entity rows', () => {
     const found = await t.app.container.apiKeys.authenticate(secret);
     expect(found?.user).toEqual(await userRow(user.id));
     expect(found?.key).toMatchObject({ userId: user.id, id: (await t.app.container.db.repo(ApiKey).findOneByOrFail({ userId: user.id })).id });
+  });
+});
+
+describe('named parameters', () => {
+  it('turns :names into placeholders with their values in order, a name used twice bound twice', () => {
+    expect(positional({ sql: 'UPDATE t SET a = :a WHERE id = :id AND a <> :a', params: { id: 7, a: 'x', unused: 1 } })).toEqual({
+      sql: 'UPDATE t SET a = ? WHERE id = ? AND a <> ?',
+      values: ['x', 7, 'x'],
+    });
+  });
+
+  it("leaves session assignments and quoted text alone", () => {
+    expect(positional({ sql: "SET @v := ROW_COUNT(); SELECT ':not_a_name', @v = :one", params: { one: 1 } })).toEqual({
+      sql: "SET @v := ROW_COUNT(); SELECT ':not_a_name', @v = ?",
+      values: [1],
+    });
+  });
+
+  it('refuses a statement whose parameter is missing, rather than bind NULL', () => {
+    expect(() => positional({ sql: 'UPDATE users SET held_tokens = :price WHERE id = :userId', params: { price: 3 } })).toThrow(/a parameter of this statement is missing/);
+    expect(() => positional({ sql: 'SELECT :a', params: { a: undefined } })).toThrow(/missing/);
   });
 });
 

@@ -50,6 +50,9 @@ it.each([
   ['shared importing the migrations', 'shared-imports-nothing-above', { 'shared/db/data-source.ts': importing('../../migrations/index'), 'migrations/index.ts': leaf }],
   ['one shell importing another', 'shells-never-import-each-other', { 'api/routes/planted.ts': importing('../../bot/handlers/x'), 'bot/handlers/x.ts': leaf }],
   ['the worker importing the api', 'shells-never-import-each-other', { 'worker/planted.ts': importing('../api/app'), 'api/app.ts': leaf }],
+  ['a route reaching past the entry points into the runner', 'shells-use-the-entry-points', { 'api/routes/planted.ts': importing('../../shared/generation/runner'), 'shared/generation/runner.ts': leaf }],
+  ['the bot writing to the generation store', 'shells-use-the-entry-points', { 'bot/planted.ts': importing('../shared/generation/store'), 'shared/generation/store.ts': leaf }],
+  ['money moved outside billing', 'billing-sql-stays-in-billing', { 'shared/accounts/planted.ts': importing('../billing/sql'), 'shared/billing/sql.ts': leaf }],
   ['a cycle', 'no-cycles', { 'shared/generation/a.ts': importing('./b'), 'shared/generation/b.ts': importing('./a') }],
   ['a cycle through types only', 'no-cycles', {
     'shared/generation/a.ts': "import type { B } from './b';\nexport interface A { b?: B }\n",

@@ -99,10 +99,8 @@ export class Users {
 
   /** Subscription plus bonus tokens, read with one indexed statement (responses carry it often). */
   async balanceOf(id: number): Promise<number | null> {
-    const rows = (await this.db.manager.query('SELECT subscription_tokens + bonus_tokens AS balance FROM users WHERE id = ?', [id])) as Array<{
-      balance: number | string;
-    }>;
-    return rows[0] ? Number(rows[0].balance) : null;
+    const [row] = await this.db.read<{ balance: number | string }>({ sql: 'SELECT subscription_tokens + bonus_tokens AS balance FROM users WHERE id = :id', params: { id } });
+    return row ? Number(row.balance) : null;
   }
 
   async getById(id: number): Promise<User> {

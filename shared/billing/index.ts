@@ -91,6 +91,9 @@ export class Billing {
     const params = { userId: hold.userId, price: tokens(hold.price) };
     const mysql = this.db.mysql;
     if (mysql) {
+      // A write without the guard would run whether or not the price was held.
+      const unguarded = writes.find((write) => !write.sql.includes(sql.MYSQL_HELD));
+      if (unguarded) throw new Error(`a write after a hold must carry onlyIfHeld: ${unguarded.sql.slice(0, 80)}`);
       const holding = params.price > 0 ? [{ sql: sql.HOLD, params }, { sql: sql.MYSQL_HOLD_RESULT }] : [{ sql: sql.MYSQL_NOTHING_TO_HOLD }];
       const results = await mysql.transaction([...holding, ...writes, { sql: sql.MYSQL_HELD_FLAG }]);
       if (Number(rowsAt(results, results.length - 1)[0]?.held) !== 1) return null;

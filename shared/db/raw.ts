@@ -3,8 +3,9 @@
  * (authentication, hold + insert, completion + capture). TypeORM's query building and result
  * transformation cost more CPU than the statements themselves there, and on MySQL each statement
  * of a TypeORM transaction is a round trip of its own; here a transaction is one round trip
- * (a multi-statement batch) and a SQLite transaction is a few synchronous calls.
- * Everything else goes through TypeORM (database.ts).
+ * (a multi-statement batch) and a SQLite transaction is a few synchronous calls. Balance
+ * changes that belong with other TypeORM writes run their SQL inside that TypeORM transaction
+ * (`runInTransaction`). Everything else goes through TypeORM (database.ts).
  *
  * Statements name their parameters (`:price`), converted to `?` by mysql2's own converter for
  * both dialects, so a batch of several statements never depends on the order of a value list.

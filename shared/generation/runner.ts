@@ -21,6 +21,7 @@ import { BUSY_RETRY_MS, BUSY_TOO_LONG, busyAsRateLimited, JOB_SLOT_WAIT_MS, MAX_
 import { readInput } from './stored-input';
 import type { CompletionSet, FailureSet, GenerationStore } from './store';
 import type { DeferredRun, EndFacts, Ended, GenerationEndListener, InputFetcher, Outcome } from './types';
+import { jobIds } from '../queue/job-ids';
 
 const UNKNOWN: EndFacts = { hasWebhooks: null };
 
@@ -165,6 +166,8 @@ export class GenerationRunner {
       updatedAt: now,
     };
     if (!(await this.store.fail(row, set))) return null;
+    // The row as read before the conditional update won, with what failing wrote: the fields a
+    // run may move meanwhile (progress, lease) are not what listeners read.
     const ended = Object.assign(row, set);
     this.stopRun(generationId);
     this.notify(ended);
@@ -325,7 +328,7 @@ export class GenerationRunner {
         await this.db.transaction((em) => em.getRepository(Generation).update({ id: generationId }, { leaseUntil: null }));
         this.log.info({ generationId, provider: error.provider }, 'provider at its concurrency cap; the job waits in the queue');
         // attempts grew with this claim, so the id is new and the queue does not drop it as a duplicate.
-        return { delayMs: BUSY_RETRY_MS, jobId: `gen-${generationId}-w${generation.attempts}` };
+        return { delayMs: BUSY_RETRY_MS, jobId: jobIds.deferredRun(generationId, generation.attempts) };
       }
       const transient = error instanceof ProviderError ? error.transient : true;
       if (transient && !context.finalAttempt && !(await this.isEnded(generationId))) {

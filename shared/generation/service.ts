@@ -29,6 +29,7 @@ import { CANCELLED, GenerationRunner } from './runner';
 import { GenerationStore, HeldInsert, pendingGeneration } from './store';
 import { serializeInput } from './stored-input';
 import type { GenerationCaller, RunJob, StartOptions, Started, Streamed, StreamEnd } from './types';
+import { jobIds } from '../queue/job-ids';
 
 /** Params that name media the service will fetch. */
 const URL_PARAMS = ['image_url', 'audio_url', 'target_image_url', 'mask_url'];
@@ -49,7 +50,7 @@ export function parseGenerationId(raw: string | number | undefined): number {
 
 /** The queue's id for a generation's run: a second enqueue of the same run is dropped. */
 export function runJobId(job: RunJob, generationId: number): string {
-  return job === 'bot.chat' ? `bot-chat-${generationId}` : `gen-${generationId}`;
+  return job === 'bot.chat' ? jobIds.botChat(generationId) : jobIds.generationRun(generationId);
 }
 
 /** A request with its assistant applied, and the model it names. */

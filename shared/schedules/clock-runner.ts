@@ -11,6 +11,7 @@ import type { Stoppable } from '../lifecycle';
 import type { Logger } from '../log';
 import type { Queue } from '../queue/types';
 import type { Schedules } from './index';
+import { jobIds } from '../queue/job-ids';
 
 /** Plan upkeep the clock enqueues: refills and expiries every minute, retention daily. */
 const MAINTENANCE: Array<{ task: 'refill' | 'expire' | 'retention'; rule: string }> = [
@@ -81,7 +82,7 @@ export class ClockRunner implements Stoppable {
       for (const { task, rule } of MAINTENANCE) {
         const job = schedule.scheduleJob({ rule, tz: 'UTC' }, (fireDate: Date) => {
           // One job per firing: a second clock enqueueing the same minute is de-duplicated.
-          const jobId = `maint-${task}-${fireDate.toISOString().slice(0, 16)}`;
+          const jobId = jobIds.maintenance(task, fireDate.toISOString().slice(0, 16));
           queue.enqueue('maintenance.run', { task }, { jobId }).catch((error: unknown) => this.log.error({ err: error, task }, 'maintenance enqueue failed'));
         });
         if (job) this.upkeep.push(job);

@@ -17,6 +17,7 @@ import type { PlanTable } from '../plans';
 import type { Queue } from '../queue/types';
 import type { Users } from '../accounts/users';
 import { isDuplicateKey } from '../db/errors';
+import { jobIds } from '../queue/job-ids';
 
 export const MAX_SCHEDULES_PER_USER = 50;
 export const MAX_CONSECUTIVE_FAILURES = 5;
@@ -196,7 +197,7 @@ export class Schedules {
       throw error;
     }
     const stamp = fireAt.toISOString().slice(0, 16);
-    await this.queue.enqueue('schedule.run', { scheduleId, fireAt: fireAt.toISOString() }, { jobId: `sch-${scheduleId}-${stamp}` });
+    await this.queue.enqueue('schedule.run', { scheduleId, fireAt: fireAt.toISOString() }, { jobId: jobIds.scheduleFiring(scheduleId, stamp) });
     return true;
   }
 

@@ -23,6 +23,7 @@ import { sendFormatted, StreamingReply } from './streaming-reply';
 import type { ChatStates } from './state';
 import { Texts, textsFor } from './texts';
 import { ffmpegVoiceEncoder, VoiceEncoder } from './voice-audio';
+import { jobIds } from '../queue/job-ids';
 
 export { sendFormatted, STREAM_EDIT_INTERVAL_MS, STREAM_MIN_GROWTH, StreamingReply } from './streaming-reply';
 
@@ -273,7 +274,7 @@ export function watchBotGenerations(runner: GenerationRunner, queue: Queue, log:
   runner.onEnd((generation) => {
     // Bot generations, and schedule runs of users who talk to the bot (a delivery row decides).
     if (generation.source !== 'bot' && generation.source !== 'schedule') return;
-    queue.enqueue('bot.deliver', { generationId: generation.id }, { jobId: `bot-deliver-${generation.id}` }).catch((error: unknown) => {
+    queue.enqueue('bot.deliver', { generationId: generation.id }, { jobId: jobIds.botDeliver(generation.id) }).catch((error: unknown) => {
       log.error({ err: error, generationId: generation.id }, 'could not queue a bot delivery');
     });
   });

@@ -17,6 +17,7 @@ import type { Logger } from '../log';
 import { UrlFetcher, UrlFetchError, UrlRefusedError } from '../net/url-fetch';
 import type { Queue } from '../queue/types';
 import { randomBase62 } from '../auth/secrets';
+import { jobIds } from '../queue/job-ids';
 
 export const WEBHOOK_EVENTS = ['generation.completed', 'generation.failed'] as const;
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
@@ -149,7 +150,7 @@ export class Webhooks {
 
   private async enqueueDelivery(hook: Webhook, event: string, generationId: number | null, payload: object): Promise<WebhookDelivery> {
     const delivery = await this.insertDelivery(hook, event, generationId, payload);
-    await this.queue.enqueue('webhook.deliver', { deliveryId: delivery.id }, { jobId: `whd-${delivery.id}-0` });
+    await this.queue.enqueue('webhook.deliver', { deliveryId: delivery.id }, { jobId: jobIds.webhookDelivery(delivery.id, 0) });
     return delivery;
   }
 
@@ -218,7 +219,7 @@ export class Webhooks {
       await this.queue.enqueue(
         'webhook.deliver',
         { deliveryId },
-        { jobId: `whd-${deliveryId}-${attempts}`, delayMs: next.getTime() - now.getTime() },
+        { jobId: jobIds.webhookDelivery(deliveryId, attempts), delayMs: next.getTime() - now.getTime() },
       );
     }
   }
