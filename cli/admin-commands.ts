@@ -9,6 +9,7 @@ import { normalizeEmail } from '../shared/auth/password-accounts';
 import { presentBalance, presentUser } from '../api/presenters/account';
 import { iso } from '../api/presenters/dates';
 import { tokenBalance } from '../shared/billing';
+import { auditLedger } from '../shared/billing/audit';
 import type { Container } from '../shared/container';
 import { LedgerEntry, User } from '../shared/db/entities';
 import { AppError } from '../shared/errors';
@@ -23,6 +24,7 @@ export const ADMIN_USAGE = `usage: npm run --silent admin -- <command> [options]
   list-users   [--limit N] [--offset N]
   revoke-key   --id KEY_ID
   ledger       --email E [--limit N]        (the user's balance changes, newest first)
+  audit-ledger                              (checks every account's money; exits 1 listing each violation)
 plans: ${PLAN_NAMES.join(', ')}`;
 
 type Options = Record<string, string | undefined>;
@@ -172,6 +174,8 @@ export async function runAdminCommand(container: Container, argv: string[]): Pro
         })),
       };
     }
+    case 'audit-ledger':
+      return auditLedger(container.db);
     case 'revoke-key': {
       const id = integer(required(options, 'id'), 'id');
       try {

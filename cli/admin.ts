@@ -1,4 +1,7 @@
-/** `npm run --silent admin -- <command>`: prints one JSON object (or `{"error": ...}` and exits 1). */
+/**
+ * `npm run --silent admin -- <command>`: prints one JSON object (or `{"error": ...}` and exits 1);
+ * a result that says `ok: false` (an audit that found violations) exits 1 too.
+ */
 import { ADMIN_USAGE, runAdminCommand, UsageError } from './admin-commands';
 import { ConfigError, loadConfig } from '../shared/config';
 import { buildContainer } from '../shared/container';
@@ -15,7 +18,7 @@ async function main(): Promise<number> {
   try {
     const result = await runAdminCommand(container, process.argv.slice(2));
     process.stdout.write(`${JSON.stringify(result)}\n`);
-    return 0;
+    return (result as { ok?: unknown }).ok === false ? 1 : 0;
   } finally {
     await container.close();
   }

@@ -8,8 +8,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { runAdminCommand, UsageError } from '../cli/admin-commands';
-import { LedgerEntry, User } from '../shared/db/entities';
-import { useTestApp } from './helpers/app';
+import { Generation, LedgerEntry, User } from '../shared/db/entities';
+import { TestApp, useTestApp } from './helpers/app';
 import { refreshCookieFrom, registerUser, uniqueEmail } from './helpers/users';
 
 
@@ -351,6 +351,67 @@ describe('revoke-key', () => {
   });
 });
 
+describe('audit-ledger', () => {
+  // A store of its own: other tests here set balances by hand on purpose.
+  const own = useTestApp();
+  const audit = async <T>(...argv: string[]): Promise<T> => (await runAdminCommand(own.app.container, argv)) as T;
+  const newUser = (extra: string[] = []) => audit<UserOut>('create-user', '--email', uniqueEmail('audit'), '--password', PASSWORD, ...extra);
+  type Report = { ok: boolean; accounts: number; generations: number; violations: Array<{ rule: string; userId: number; generationId?: number }> };
+
+  it('finds nothing wrong after ordinary work: sign-ups, grants, corrections, generations charged and failed', async () => {
+    const user = await newUser(['--plan', 'vip', '--bonus-tokens', '20']);
+    await audit('grant-tokens', '--email', user.email as string, '--amount', '-30');
+    const report = await audit<Report>('audit-ledger');
+    expect(report).toMatchObject({ ok: true, violations: [] });
+    expect(report.accounts).toBeGreaterThan(0);
+  });
+
+  it('names every broken rule, with the account and the generation', async () => {
+    const { db } = own.app.container;
+    const drifted = await newUser();
+    // A balance changed without a ledger row.
+    await db.repo(User).update({ id: drifted.id }, { bonusTokens: 5 });
+    const overheld = await newUser();
+    await db.repo(User).update({ id: overheld.id }, { heldTokens: 3 });
+    const negative = await newUser();
+    await db.repo(User).update({ id: negative.id }, { subscriptionTokens: -1 });
+    const charged = await newUser(['--plan', 'vip']);
+    const login = await own.app.http().post('/api/v2/auth/login').send({ email: charged.email, password: PASSWORD });
+    const generations = await db.repo(Generation).count();
+    const done = await own.app.http().post('/api/v2/generate').set('authorization', `Bearer ${login.body.access_token}`).send({ model: (await firstTextModel(own.app)), prompt: 'audit me' });
+    expect(done.body.status).toBe('completed');
+    expect(await db.repo(Generation).count()).toBe(generations + 1);
+    const row = await db.repo(LedgerEntry).findOneByOrFail({ userId: charged.id, reason: 'generation' });
+    // The same charge written twice.
+    await db.repo(LedgerEntry).save({ ...row, id: undefined });
+
+    const report = await audit<Report>('audit-ledger');
+    expect(report.ok).toBe(false);
+    const found = report.violations.map((v) => `${v.rule}:${v.userId}${v.generationId ? `:${v.generationId}` : ''}`);
+    expect(found).toEqual(
+      expect.arrayContaining([
+        `ledger_sum:${drifted.id}`,
+        `last_row:${drifted.id}`,
+        `held_tokens:${overheld.id}`,
+        `negative_bucket:${negative.id}`,
+        `ledger_sum:${charged.id}`,
+        `debit_count:${charged.id}:${row.generationId}`,
+      ]),
+    );
+    // Put right, so the rest of the file audits clean.
+    await db.repo(User).update({ id: drifted.id }, { bonusTokens: 0 });
+    await db.repo(User).update({ id: overheld.id }, { heldTokens: 0 });
+    await db.repo(User).update({ id: negative.id }, { subscriptionTokens: 50 });
+    await db.repo(LedgerEntry).delete({ id: (await db.repo(LedgerEntry).findOneOrFail({ where: { userId: charged.id, reason: 'generation' }, order: { id: 'DESC' } })).id });
+    expect(await audit<Report>('audit-ledger')).toMatchObject({ ok: true });
+  });
+});
+
+async function firstTextModel(app: TestApp): Promise<string> {
+  const models = (await app.http().get('/api/v2/models?category=text&min_plan=free')).body.models as Array<{ slug: string }>;
+  return models[0]?.slug as string;
+}
+
 describe('bad usage', () => {
   it('refuses an unknown command with a UsageError', async () => {
     await expectUsageError(['make-coffee'], /unknown command make-coffee/);
@@ -447,6 +508,19 @@ processDescribe('the admin process (cli/admin.ts) on the embedded store', () => 
     const granted = await runCli(dataDir, ['grant-tokens', '--email', email, '--amount', '-150']);
     expect(granted.code).toBe(0);
     expect(oneJsonLine(granted.stdout)).toMatchObject({ email, token_balance: 7950, bonus_tokens: 0, plan_tokens_remaining: 7950 });
+  }, 60_000);
+
+  it('audit-ledger exits 0 on a sound store and 1, listing the violation, when money moved without a ledger row', async () => {
+    expect((await runCli(dataDir, ['create-user', '--email', uniqueEmail('audit'), '--password', PASSWORD])).code).toBe(0);
+    const clean = await runCli(dataDir, ['audit-ledger']);
+    expect(clean.code).toBe(0);
+    expect(oneJsonLine(clean.stdout)).toMatchObject({ ok: true, violations: [] });
+    const sqlite = new (require('better-sqlite3') as new (file: string) => { exec(sql: string): void; close(): void })(path.join(dataDir, 'gensvc.sqlite'));
+    sqlite.exec('UPDATE users SET bonus_tokens = bonus_tokens + 7');
+    sqlite.close();
+    const broken = await runCli(dataDir, ['audit-ledger']);
+    expect(broken.code).toBe(1);
+    expect(oneJsonLine(broken.stdout)).toMatchObject({ ok: false, violations: expect.arrayContaining([expect.objectContaining({ rule: 'ledger_sum' })]) });
   }, 60_000);
 
   it('exits 1 with {"error": ...} on an unknown command, and prints the usage on stderr', async () => {
