@@ -15,7 +15,7 @@ import { Assistants, loadAssistants } from './assistants';
 import { Catalog, loadCatalogFile } from './catalog';
 import { History } from './generation/history';
 import { MediaInputs } from './generation/media-inputs';
-import { GenerationRunner } from './generation/runner';
+import { GenerationRunner, LeaseTimings } from './generation/runner';
 import { Generations } from './generation/service';
 import { GenerationStore } from './generation/store';
 import { createLocalProvider } from './providers/local';
@@ -106,6 +106,8 @@ export interface ContainerOptions {
   providers?: ProviderAdapter[];
   /** Whether this process runs jobs: decides how a Redis queue is opened. */
   processesJobs?: boolean;
+  /** How long a job's lease lasts and how often it is renewed (tests shorten them). */
+  leases?: LeaseTimings;
 }
 
 /** The provider adapters this deployment has: the built-in local one first, then each configured upstream. */
@@ -125,7 +127,16 @@ export async function buildContainer(config: Config, options: ContainerOptions):
   const log = options.log ?? createLogger(config.logLevel);
   const clock = options.clock ?? systemClock;
   const plans = loadPlans(config.productFiles.plans);
-  const dataSource = options.dataSource ?? (await openDatabase(config.database, { migrate: options.migrate }));
+  const dataSource =
+    options.dataSource ??
+    (await openDatabase(config.database, {
+      migrate: options.migrate,
+      wait: {
+        ms: config.databaseBootWaitMs,
+        onRetry: (error, attempt, delayMs) =>
+          log.warn({ err: (error as Error).message, attempt, retryInMs: delayMs }, 'the database cannot be reached yet; retrying'),
+      },
+    }));
   const db = new Database(dataSource);
   const redis = config.redisUrl ? createRedis(config.redisUrl) : undefined;
   redis?.on('error', (error: Error) => log.warn({ err: error.message }, 'redis error'));
@@ -162,7 +173,7 @@ export async function buildContainer(config: Config, options: ContainerOptions):
     ? new RedisProviderSlots(redis, config.redisPrefix, config.providerConcurrency)
     : new LocalProviderSlots(config.providerConcurrency);
   const store = new GenerationStore(db, billing);
-  const runner = new GenerationRunner(db, store, catalog, providers, storage, inputs, clock, log, slots);
+  const runner = new GenerationRunner(store, catalog, providers, storage, inputs, clock, log, slots, options.leases);
   const assistants = new Assistants(loadAssistants(config.productFiles.assistants), catalog, db, clock);
   const generations = new Generations({
     db,

@@ -79,6 +79,7 @@ const EnvSchema = z.object({
   JAWSDB_URL: optionalString,
   JAWSDB_MARIA_URL: optionalString,
   CLEARDB_DATABASE_URL: optionalString,
+  DATABASE_BOOT_WAIT_SECONDS: positiveInt(60),
   REDIS_KEY_PREFIX: optionalString,
   REDIS_URL: optionalString.refine(
     (v) => v === undefined || /^rediss?:\/\//i.test(v),
@@ -130,6 +131,8 @@ export interface Config {
   port: number;
   dataDir: string;
   database: DatabaseConfig;
+  /** How long a process waits at boot for a database it cannot reach yet (retrying with backoff) before it gives up. */
+  databaseBootWaitMs: number;
   redisUrl: string | undefined;
   /** Namespace of every Redis key (limits, queues), so deployments or test runs can share a server. */
   redisPrefix: string;
@@ -275,6 +278,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     port: e.PORT,
     dataDir,
     database,
+    databaseBootWaitMs: e.DATABASE_BOOT_WAIT_SECONDS * 1000,
     redisUrl: e.REDIS_URL,
     redisPrefix: e.REDIS_KEY_PREFIX ?? 'gensvc',
     publicBaseUrl,

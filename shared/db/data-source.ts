@@ -119,13 +119,49 @@ function shareSqliteStatementCache(dataSource: DataSource): void {
   };
 }
 
+/** Errors of a database that is not there (yet): worth waiting for, unlike a wrong password. */
+const UNREACHABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'PROTOCOL_CONNECTION_LOST', 'ER_CON_COUNT_ERROR', 'ER_SERVER_SHUTDOWN']);
+
+function unreachable(error: unknown): boolean {
+  const code = (error as { code?: string }).code ?? (error as { driverError?: { code?: string } }).driverError?.code;
+  return code !== undefined && UNREACHABLE.has(code);
+}
+
+export interface BootWait {
+  /** How long to keep trying a database that cannot be reached; 0: fail at once. */
+  ms: number;
+  /** Told of each failed attempt and the wait before the next (to log it). */
+  onRetry(error: unknown, attempt: number, delayMs: number): void;
+}
+
+/**
+ * A DataSource connected, retrying with backoff (0.5 s doubling to 10 s) while the server cannot
+ * be reached, for at most `wait.ms`: a platform that starts the database and the processes at
+ * once then needs no restart storm.
+ */
+async function connected(database: DatabaseConfig, migrations: Migrations | undefined, wait: BootWait | undefined): Promise<DataSource> {
+  const deadline = Date.now() + (wait?.ms ?? 0);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const dataSource = await createDataSource(database, migrations);
+      await dataSource.initialize();
+      return dataSource;
+    } catch (error) {
+      const delayMs = Math.min(10_000, 500 * 2 ** (attempt - 1));
+      if (!wait || !unreachable(error) || Date.now() + delayMs > deadline) throw error;
+      wait.onRetry(error, attempt, delayMs);
+      await new Promise((resolve) => setTimeout(resolve, delayMs));
+    }
+  }
+}
+
 /**
  * Opens the store. Given `migrate`, brings the schema up to date with them first (embedded mode,
- * the `release` role and tests); without, the schema is the `release` role's business.
+ * the `release` role and tests); without, the schema is the `release` role's business. Given
+ * `wait`, a database that cannot be reached yet is tried again for that long.
  */
-export async function openDatabase(database: DatabaseConfig, options: { migrate?: Migrations } = {}): Promise<DataSource> {
-  const dataSource = await createDataSource(database, options.migrate);
-  await dataSource.initialize();
+export async function openDatabase(database: DatabaseConfig, options: { migrate?: Migrations; wait?: BootWait } = {}): Promise<DataSource> {
+  const dataSource = await connected(database, options.migrate, options.wait);
   if (dialectOf(dataSource) === 'sqlite') shareSqliteStatementCache(dataSource);
   if (options.migrate) await dataSource.runMigrations({ transaction: 'each' });
   return dataSource;

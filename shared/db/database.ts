@@ -7,7 +7,7 @@
 import { DataSource, EntityManager, EntityTarget, ObjectLiteral, Repository } from 'typeorm';
 import type { Pool } from 'mysql2';
 import { Dialect, dialectOf } from './data-source';
-import { MysqlRaw, retryLockConflicts, SqliteConnection, SqliteRaw, sqliteDateText, Statement } from './raw';
+import { MysqlRaw, retryLockConflicts, SqliteConnection, SqliteRaw, sqliteDateText, Statement, WriteResult } from './raw';
 
 /** A datetime from a raw query: mysql2 gives a Date; SQLite gives UTC text without a zone. */
 export function parseDbDate(value: string | Date): Date {
@@ -34,6 +34,12 @@ export class Database {
     if (this.mysql) return this.mysql.query<T>(statement);
     if (this.sqlite) return this.sqlite.all<T>(statement);
     throw new Error('no plain-SQL connection for this store');
+  }
+
+  /** One write in plain SQL, committed on its own, on either dialect. */
+  async write(statement: Statement): Promise<WriteResult> {
+    if (this.mysql) return this.mysql.run(statement);
+    return this.sqliteWrite((sqlite) => sqlite.run(statement));
   }
 
   /**

@@ -151,6 +151,14 @@ export class MysqlRaw {
     });
   }
 
+  /** One write, committed on its own. */
+  run(statement: Statement): Promise<WriteResult> {
+    const { sql, values } = positional(statement);
+    return new Promise((resolve, reject) => {
+      this.pool.query(options(sql, values), (error, result) => (error ? reject(error) : resolve(writeResult(result))));
+    });
+  }
+
   /**
    * Runs `statements` as one transaction in one round trip, and answers one result per statement.
    * If a statement fails, the rest do not run and the transaction is rolled back before the

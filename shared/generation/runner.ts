@@ -2,12 +2,9 @@
  * Runs a generation's provider call and moves the row to its end state exactly once. Used by the
  * request (synchronous models) and by the `generation.run` job (asynchronous ones).
  */
-import { IsNull, LessThan } from 'typeorm';
 import type { Catalog } from '../catalog';
 import type { CatalogModel } from '../catalog/types';
 import type { Clock } from '../clock';
-import { addSeconds } from '../clock';
-import type { Database } from '../db/database';
 import { Generation } from '../db/entities';
 import type { Logger } from '../log';
 import type { ProviderRegistry } from '../providers/registry';
@@ -28,18 +25,22 @@ const UNKNOWN: EndFacts = { hasWebhooks: null };
 export const CANCELLED = 'Cancelled';
 
 /**
- * A runner holds a row for this long and renews the lease while it works, so a crashed worker's
- * row is free again within a minute for the recovery sweep to re-enqueue.
+ * A job's runner holds its row for a lease it renews while it works, so a crashed worker's row is
+ * free again within seconds for the recovery sweep (every few seconds) to queue again. A runner
+ * that cannot renew (its database is away) stops its call before the lease can lapse, and one
+ * whose claim was taken over stops at its next renewal: a generation never runs twice at once.
  */
-export const LEASE_SECONDS = 60;
-const LEASE_RENEW_MS = 20_000;
+export interface LeaseTimings {
+  leaseMs: number;
+  renewMs: number;
+}
+export const LEASES: LeaseTimings = { leaseMs: 15_000, renewMs: 5_000 };
 
 export class GenerationRunner {
   private readonly endListeners: GenerationEndListener[] = [];
   private readonly calls: ProviderCalls;
 
   constructor(
-    private readonly db: Database,
     private readonly store: GenerationStore,
     private readonly catalog: Catalog,
     providers: ProviderRegistry,
@@ -48,6 +49,7 @@ export class GenerationRunner {
     private readonly clock: Clock,
     private readonly log: Logger,
     slots: ProviderSlots,
+    private readonly leases: LeaseTimings = LEASES,
   ) {
     this.calls = new ProviderCalls(providers, slots, storage, inputs, log);
   }
@@ -276,8 +278,10 @@ export class GenerationRunner {
   async runJob(generationId: number, context: JobContext): Promise<DeferredRun | null> {
     const now = this.clock();
     // Claimed first, then checked: the row comes back with the claim in one round trip.
-    const generation = await this.store.claim(generationId, addSeconds(now, LEASE_SECONDS), now);
+    const generation = await this.store.claim(generationId, new Date(now.getTime() + this.leases.leaseMs), now);
     if (!generation) return null;
+    // The claim's number: only this claim may renew or let go of the lease.
+    const attempt = generation.attempts;
     const model = this.modelOf(generation);
     if (!model) {
       await this.fail(generationId, 'This model is no longer offered');
@@ -285,35 +289,17 @@ export class GenerationRunner {
     }
     const run = this.runSignal(generationId, model.timeoutSeconds * 1000, context.signal);
     const signal = run.signal;
+    const heartbeat = this.keepLease(generationId, attempt);
     let lastProgress = 0;
-    const heartbeat = setInterval(() => {
-      void this.db
-        .transaction((em) =>
-          em.getRepository(Generation).update({ id: generationId, status: 'pending' }, { leaseUntil: addSeconds(this.clock(), LEASE_SECONDS) }),
-        )
-        .then((renewed) => {
-          // Ended by another process (cancelled through another web process): stop the call.
-          if (renewed.affected === 0) this.stopRun(generationId);
-        })
-        .catch(() => undefined);
-    }, LEASE_RENEW_MS);
-    heartbeat.unref();
     try {
       const outcome = await this.calls.execute(generation, model, {
         signal,
-        upstreamRef: {
-          previous: generation.upstreamRef,
-          save: async (ref) => {
-            await this.db.transaction((em) => em.getRepository(Generation).update({ id: generationId, status: 'pending' }, { upstreamRef: ref }));
-          },
-        },
+        upstreamRef: { previous: generation.upstreamRef, save: (ref) => this.store.saveUpstreamRef(generationId, ref) },
         onProgress: (percent) => {
           const rounded = Math.max(0, Math.min(99, Math.round(percent)));
           if (rounded < lastProgress + 5) return;
           lastProgress = rounded;
-          void this.db
-            .transaction((em) => em.getRepository(Generation).update({ id: generationId, status: 'pending' }, { progress: rounded }))
-            .catch(() => undefined);
+          void this.store.saveProgress(generationId, rounded).catch(() => undefined);
         },
       }, JOB_SLOT_WAIT_MS);
       await this.complete(generation, outcome);
@@ -325,23 +311,61 @@ export class GenerationRunner {
         return null;
       }
       if (error instanceof ProviderBusyError && !(await this.isEnded(generationId))) {
-        await this.db.transaction((em) => em.getRepository(Generation).update({ id: generationId }, { leaseUntil: null }));
+        await this.store.letGoOfLease(generationId, attempt);
         this.log.info({ generationId, provider: error.provider }, 'provider at its concurrency cap; the job waits in the queue');
         // attempts grew with this claim, so the id is new and the queue does not drop it as a duplicate.
-        return { delayMs: BUSY_RETRY_MS, jobId: jobIds.deferredRun(generationId, generation.attempts) };
+        return { delayMs: BUSY_RETRY_MS, jobId: jobIds.deferredRun(generationId, attempt) };
+      }
+      if (heartbeat.lost()) {
+        // Another runner has the row now (or will, once the lease lapses): it is theirs to end.
+        this.log.warn({ generationId, attempt }, 'lease lost: this run stops and leaves the generation to its new runner');
+        return null;
       }
       const transient = error instanceof ProviderError ? error.transient : true;
       if (transient && !context.finalAttempt && !(await this.isEnded(generationId))) {
-        await this.db.transaction((em) => em.getRepository(Generation).update({ id: generationId }, { leaseUntil: null }));
+        await this.store.letGoOfLease(generationId, attempt);
         throw error;
       }
       await this.fail(generationId, failureMessage(error, signal));
       if (!(error instanceof ProviderError)) this.log.error({ err: error, generationId }, 'generation job failed');
       return null;
     } finally {
-      clearInterval(heartbeat);
+      heartbeat.stop();
       run.done();
     }
+  }
+
+  /**
+   * Renews the lease of claim `attempt` every `renewMs`. When the row has ended meanwhile (a
+   * cancel through another process) or another claim took it, or when no renewal has succeeded
+   * for long enough that the lease may lapse (the database is away), the provider call stops.
+   */
+  private keepLease(generationId: number, attempt: number): { stop(): void; lost(): boolean } {
+    let renewedAt = performance.now();
+    let lost = false;
+    const stopRun = (reason: string): void => {
+      lost = true;
+      this.running.get(generationId)?.abort(new Error(reason));
+    };
+    const timer = setInterval(() => {
+      // Stop while the lease is surely still ours: a renewal short of its expiry by one period.
+      if (performance.now() - renewedAt > this.leases.leaseMs - this.leases.renewMs) {
+        stopRun('The lease could not be renewed');
+        return;
+      }
+      this.store
+        .renewLease(generationId, attempt, new Date(this.clock().getTime() + this.leases.leaseMs))
+        .then((renewed) => {
+          if (renewed) renewedAt = performance.now();
+          else stopRun('The generation ended, or another runner took it, while its provider call ran');
+        })
+        .catch(() => undefined);
+    }, this.leases.renewMs);
+    timer.unref();
+    return {
+      stop: () => clearInterval(timer),
+      lost: () => lost,
+    };
   }
 
   private async reload(generationId: number): Promise<Generation> {
@@ -355,25 +379,21 @@ export class GenerationRunner {
     return !row || row.status !== 'pending';
   }
 
-  /** Pending rows the worker should (re)queue at boot, and stale synchronous ones to fail. */
-  async recoverable(): Promise<{ requeue: number[]; abandoned: number[] }> {
+  /**
+   * Pending rows no runner holds: those to queue (again) and synchronous ones to fail. A row
+   * whose lease lapsed belonged to a job whose worker died: it is queued again whatever its model.
+   * With `unclaimed`, also rows no runner ever claimed: an asynchronous one waits for its job
+   * (queued again: the job id de-duplicates); a synchronous one belongs to its request, and past
+   * its timeout the request is gone.
+   */
+  async recoverable(options: { unclaimed: boolean }): Promise<{ requeue: number[]; abandoned: number[] }> {
     const now = this.clock();
-    const rows = await this.db.repo(Generation).find({
-      where: [
-        { status: 'pending', leaseUntil: IsNull() },
-        { status: 'pending', leaseUntil: LessThan(now) },
-      ],
-      select: { id: true, modelSlug: true, createdAt: true },
-      order: { id: 'ASC' },
-      take: 10_000,
-    });
     const requeue: number[] = [];
     const abandoned: number[] = [];
-    for (const row of rows) {
+    for (const row of await this.store.unheld(now, options)) {
       const model = this.catalog.find(row.modelSlug);
-      if (model && !model.sync) requeue.push(row.id);
-      // A synchronous run belongs to its request; past its timeout, the request is gone.
-      else if (!model || now.getTime() - row.createdAt.getTime() > (model.timeoutSeconds + LEASE_SECONDS) * 1000) abandoned.push(row.id);
+      if (model && (!model.sync || row.leaseUntil !== null)) requeue.push(row.id);
+      else if (!model || now.getTime() - row.createdAt.getTime() > model.timeoutSeconds * 1000 + this.leases.leaseMs) abandoned.push(row.id);
     }
     return { requeue, abandoned };
   }

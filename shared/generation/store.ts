@@ -6,7 +6,7 @@
  * of the row's write: one round trip on MySQL, a few synchronous statements on SQLite.
  */
 import type { Billing } from '../billing';
-import type { Database } from '../db/database';
+import { Database, parseDbDate } from '../db/database';
 import { Generation } from '../db/entities';
 import { Row, rowsAt, Statement, writeAt } from '../db/raw';
 import { EntityRows } from '../db/rows';
@@ -87,6 +87,29 @@ const HAS_WEBHOOKS = 'SELECT EXISTS (SELECT 1 FROM webhooks WHERE user_id = :use
 const CLAIM = `UPDATE generations SET lease_until = :leaseUntil, attempts = attempts + 1, started_at = COALESCE(started_at, :now), updated_at = :now
   WHERE id = :id AND status = 'pending' AND (lease_until IS NULL OR lease_until < :now)`;
 
+/**
+ * The lease of a running job, renewed or let go only by the claim that took it (its attempt
+ * number): a runner whose lease lapsed and was taken by another cannot extend or drop it.
+ */
+const RENEW_LEASE = "UPDATE generations SET lease_until = :leaseUntil WHERE id = :id AND status = 'pending' AND attempts = :attempt";
+const LET_GO_OF_LEASE = 'UPDATE generations SET lease_until = NULL WHERE id = :id AND attempts = :attempt';
+const SAVE_UPSTREAM_REF = "UPDATE generations SET upstream_ref = :ref WHERE id = :id AND status = 'pending'";
+const SAVE_PROGRESS = "UPDATE generations SET progress = :progress WHERE id = :id AND status = 'pending'";
+
+/** Pending rows no runner holds: their lease lapsed (a runner died), or none was ever taken. */
+const LAPSED = `SELECT id, model_slug, created_at, lease_until FROM generations
+  WHERE status = 'pending' AND lease_until IS NOT NULL AND lease_until < :now ORDER BY id LIMIT 10000`;
+const UNHELD = `SELECT id, model_slug, created_at, lease_until FROM generations
+  WHERE status = 'pending' AND (lease_until IS NULL OR lease_until < :now) ORDER BY id LIMIT 10000`;
+
+export interface UnheldRow {
+  id: number;
+  modelSlug: string;
+  createdAt: Date;
+  /** Null when no runner ever claimed it (a request runs it, or it waits in the queue). */
+  leaseUntil: Date | null;
+}
+
 /** Lets go of an idempotency key older than the window, so the new row may take it. */
 const LET_GO_OF_KEY = 'UPDATE generations SET idempotency_key = NULL WHERE id = :id';
 
@@ -149,6 +172,35 @@ export class GenerationStore {
       const [row] = sqlite.all(read);
       return row ? this.rows.hydrate(row) : null;
     });
+  }
+
+  /** Extends the lease of the claim `attempt`; false when the row ended or another claim took it. */
+  async renewLease(id: number, attempt: number, leaseUntil: Date): Promise<boolean> {
+    return (await this.db.write({ sql: RENEW_LEASE, params: { id, attempt, leaseUntil } })).affected === 1;
+  }
+
+  /** Gives the row back to the queue (a retry or a wait for a busy provider), if this claim still holds it. */
+  async letGoOfLease(id: number, attempt: number): Promise<void> {
+    await this.db.write({ sql: LET_GO_OF_LEASE, params: { id, attempt } });
+  }
+
+  async saveUpstreamRef(id: number, ref: string): Promise<void> {
+    await this.db.write({ sql: SAVE_UPSTREAM_REF, params: { id, ref } });
+  }
+
+  async saveProgress(id: number, progress: number): Promise<void> {
+    await this.db.write({ sql: SAVE_PROGRESS, params: { id, progress } });
+  }
+
+  /** Pending rows whose lease lapsed; with `unclaimed`, also those no runner ever claimed. */
+  async unheld(now: Date, options: { unclaimed: boolean }): Promise<UnheldRow[]> {
+    const rows = await this.db.read<Row>({ sql: options.unclaimed ? UNHELD : LAPSED, params: { now } });
+    return rows.map((row) => ({
+      id: Number(row.id),
+      modelSlug: String(row.model_slug),
+      createdAt: parseDbDate(row.created_at as string | Date),
+      leaseUntil: row.lease_until === null || row.lease_until === undefined ? null : parseDbDate(row.lease_until as string | Date),
+    }));
   }
 
   /**

@@ -1,7 +1,10 @@
 /**
  * The worker role: processes the job table and keeps pending generations moving. The database is
- * the truth: at start and every minute, pending asynchronous rows without a live lease are
- * enqueued again (the job id de-duplicates), and synchronous rows whose request died are failed.
+ * the truth. Every few seconds, rows whose job lease lapsed (their worker died) are queued again,
+ * so a killed worker's work resumes within the lease plus one sweep. At start and every minute
+ * the full sweep also queues pending asynchronous rows no job has claimed (the job id
+ * de-duplicates; an enqueue that failed at acceptance lands here), fails synchronous rows whose
+ * request died, and queues webhook deliveries that are due.
  */
 import type { Container } from '../container';
 import type { Stoppable } from '../lifecycle';
@@ -9,12 +12,15 @@ import { buildJobTable } from './table';
 import { jobIds } from '../queue/job-ids';
 
 export const SWEEP_INTERVAL_MS = 60_000;
+export const LAPSED_SWEEP_INTERVAL_MS = 5_000;
 
-export async function sweepPending(container: Container): Promise<{ requeued: number; abandoned: number }> {
+/** The full sweep (`lapsedOnly`: only rows whose job lease lapsed). */
+export async function sweepPending(container: Container, options: { lapsedOnly?: boolean } = {}): Promise<{ requeued: number; abandoned: number }> {
   const { runner, queue, log } = container;
-  const { requeue, abandoned } = await runner.recoverable();
+  const { requeue, abandoned } = await runner.recoverable({ unclaimed: !options.lapsedOnly });
   for (const id of requeue) await queue.enqueue('generation.run', { generationId: id }, { jobId: jobIds.generationRun(id) });
   for (const id of abandoned) await runner.fail(id, 'Interrupted: the service restarted while generating');
+  if (options.lapsedOnly) return { requeued: requeue.length, abandoned: abandoned.length };
   for (const id of await container.webhooks.due()) {
     const row = await container.webhooks.attemptsOf(id);
     await queue.enqueue('webhook.deliver', { deliveryId: id }, { jobId: jobIds.webhookDelivery(id, row) });
@@ -26,14 +32,18 @@ export async function sweepPending(container: Container): Promise<{ requeued: nu
 export async function startWorker(container: Container): Promise<Stoppable> {
   container.queue.startProcessing(buildJobTable(container));
   await sweepPending(container);
-  const timer = setInterval(() => {
-    sweepPending(container).catch((error: unknown) => container.log.error({ err: error }, 'recovery sweep failed'));
-  }, SWEEP_INTERVAL_MS);
-  timer.unref();
+  const every = (ms: number, lapsedOnly: boolean): NodeJS.Timeout => {
+    const timer = setInterval(() => {
+      sweepPending(container, { lapsedOnly }).catch((error: unknown) => container.log.error({ err: error }, 'recovery sweep failed'));
+    }, ms);
+    timer.unref();
+    return timer;
+  };
+  const timers = [every(SWEEP_INTERVAL_MS, false), every(LAPSED_SWEEP_INTERVAL_MS, true)];
   return {
     name: 'worker',
     stop: async () => {
-      clearInterval(timer);
+      for (const timer of timers) clearInterval(timer);
       await container.queue.close();
     },
   };

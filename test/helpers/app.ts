@@ -12,6 +12,7 @@ import { buildContainer, Container } from '../../shared/container';
 import { startWorker } from '../../shared/jobs/worker';
 import type { Stoppable } from '../../shared/lifecycle';
 import type { ProviderAdapter } from '../../shared/providers/types';
+import type { LeaseTimings } from '../../shared/generation/runner';
 import { TestClock } from './clock';
 import { Mailbox } from './mailbox';
 import { freshStores, TestStores } from './stores';
@@ -32,6 +33,8 @@ export interface TestAppOptions {
   providers?: ProviderAdapter[];
   /** Run queued jobs in this process too (in-process queue, or a bee-queue worker on Redis). */
   worker?: boolean;
+  /** Job leases shorter than production's, to see them lapse or fail within a test. */
+  leases?: LeaseTimings;
 }
 
 export async function startTestApp(env: Record<string, string> = {}, options: TestAppOptions = {}): Promise<TestApp> {
@@ -47,6 +50,7 @@ export async function startTestApp(env: Record<string, string> = {}, options: Te
     mailer: mailbox,
     providers: options.providers,
     processesJobs: options.worker ?? false,
+    leases: options.leases,
   });
   const worker: Stoppable | null = options.worker ? await startWorker(container) : null;
   const server = http.createServer(createApp(container).callback());

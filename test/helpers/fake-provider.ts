@@ -52,6 +52,8 @@ const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR
 
 export class FakeProvider {
   readonly calls: Array<{ capability: string; request: unknown }> = [];
+  /** Why each hanging call was stopped (its abort reason), in order. */
+  readonly aborts: string[] = [];
   private readonly script: Behaviour[] = [];
   /** Text the fake answers with; the words are streamed one by one. */
   reply = 'Hello from the fake model';
@@ -66,6 +68,7 @@ export class FakeProvider {
   reset(): void {
     this.script.length = 0;
     this.calls.length = 0;
+    this.aborts.length = 0;
     this.reply = 'Hello from the fake model';
   }
 
@@ -82,7 +85,10 @@ export class FakeProvider {
       case 'rate_limited':
         throw new ProviderError('rate_limited', 'upstream rate limit', behaviour.retryAfterMs);
       case 'hang':
-        await sleep(3_600_000, options.signal);
+        await sleep(3_600_000, options.signal).catch((error: unknown) => {
+          this.aborts.push(error instanceof Error ? error.message : String(error));
+          throw error;
+        });
         return;
       case 'crash':
         throw new Error('fake provider bug');
