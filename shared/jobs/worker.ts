@@ -4,7 +4,8 @@
  * so a killed worker's work resumes within the lease plus one sweep. At start and every minute
  * the full sweep also queues pending asynchronous rows no job has claimed (the job id
  * de-duplicates; an enqueue that failed at acceptance lands here), fails synchronous rows whose
- * request died, and queues webhook deliveries that are due.
+ * request died, and queues webhook deliveries that are due; it also runs whenever the Redis
+ * connection is re-established.
  */
 import type { Container } from '../container';
 import type { Stoppable } from '../lifecycle';
@@ -40,9 +41,16 @@ export async function startWorker(container: Container): Promise<Stoppable> {
     return timer;
   };
   const timers = [every(SWEEP_INTERVAL_MS, false), every(LAPSED_SWEEP_INTERVAL_MS, true)];
+  // Redis came back (perhaps empty, after a restart or a failover): the jobs it lost are pending
+  // rows in the database, queued again now rather than at the next minute's sweep.
+  const onRedisBack = (): void => {
+    sweepPending(container).catch((error: unknown) => container.log.error({ err: error }, 'recovery sweep failed'));
+  };
+  container.redis?.on('ready', onRedisBack);
   return {
     name: 'worker',
     stop: async () => {
+      container.redis?.off('ready', onRedisBack);
       for (const timer of timers) clearInterval(timer);
       await container.queue.close();
     },
