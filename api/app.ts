@@ -40,7 +40,7 @@ export function createApp(container: Container, options: AppOptions = {}): Koa<A
   const allowed = new Set(container.config.corsOrigins);
   // First, on the raw response: every answer carries them, errors and 404s included.
   app.use(securityHeaders());
-  app.use(errorMiddleware);
+  app.use(errorMiddleware(container.log));
   app.use(
     cors({
       origin: (ctx) => {

@@ -11,6 +11,7 @@ import { loadConfig } from '../../shared/config';
 import { buildContainer, Container } from '../../shared/container';
 import { startWorker } from '../../shared/jobs/worker';
 import type { Stoppable } from '../../shared/lifecycle';
+import type { Logger } from '../../shared/log';
 import type { ProviderAdapter } from '../../shared/providers/types';
 import { TestClock } from './clock';
 import { Mailbox } from './mailbox';
@@ -32,6 +33,8 @@ export interface TestAppOptions {
   providers?: ProviderAdapter[];
   /** Run queued jobs in this process too (in-process queue, or a bee-queue worker on Redis). */
   worker?: boolean;
+  /** The app's logger (default: one at LOG_LEVEL); a test that reads the log passes its own. */
+  log?: Logger;
 }
 
 export async function startTestApp(env: Record<string, string> = {}, options: TestAppOptions = {}): Promise<TestApp> {
@@ -47,6 +50,7 @@ export async function startTestApp(env: Record<string, string> = {}, options: Te
     mailer: mailbox,
     providers: options.providers,
     processesJobs: options.worker ?? false,
+    log: options.log,
   });
   const worker: Stoppable | null = options.worker ? await startWorker(container) : null;
   const server = http.createServer(createApp(container).callback());
