@@ -1,4 +1,4 @@
-/** The Koa application: error mapping, CORS, body parsing, then one router per resource. */
+/** The Koa application: security headers, error mapping, CORS, body parsing, then one router per resource. */
 import cors from '@koa/cors';
 import Koa from 'koa';
 import { HttpMethodEnum, koaBody } from 'koa-body';
@@ -6,6 +6,7 @@ import type { Container } from '../shared/container';
 import { AppError, isAppError } from '../shared/errors';
 import type { AppCustom, AppState } from './context';
 import { errorMiddleware } from './middleware/errors';
+import { securityHeaders } from './middleware/security-headers';
 import { assistantRoutes } from './routes/assistants';
 import { authRoutes } from './routes/auth';
 import { fileRoutes } from './routes/files';
@@ -37,7 +38,9 @@ export function createApp(container: Container, options: AppOptions = {}): Koa<A
   app.silent = true;
 
   const allowed = new Set(container.config.corsOrigins);
-  app.use(errorMiddleware);
+  // First, on the raw response: every answer carries them, errors and 404s included.
+  app.use(securityHeaders());
+  app.use(errorMiddleware(container.log));
   app.use(
     cors({
       origin: (ctx) => {

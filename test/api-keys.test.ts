@@ -178,7 +178,7 @@ describe('GET /api/v2/keys', () => {
 });
 
 describe('using a key', () => {
-  it('works as a bearer token on GET /user/me and the other account routes', async () => {
+  it('works as a bearer token on GET /user/me and the other account reads', async () => {
     const user = await userOnPlan(t.app, 'vip');
     const { key } = await createKey(user);
     const me = await withKey(key).get('/api/v2/user/me');
@@ -189,14 +189,16 @@ describe('using a key', () => {
     expect(me.headers['x-ratelimit-limit-day']).toBe('1000');
     expect((await withKey(key).get('/api/v2/user/balance')).status).toBe(200);
     expect((await withKey(key).get('/api/v2/user/settings')).status).toBe(200);
-    const patched = await withKey(key).patch('/api/v2/user/settings', { language: 'ru' });
-    expect(patched.status).toBe(200);
-    expect(patched.body.language).toBe('ru');
-    const listed = await withKey(key).get('/api/v2/keys');
-    expect(listed.status).toBe(200);
-    expect(listed.body.total).toBe(1);
-    const another = await withKey(key).post('/api/v2/keys', { name: 'made with a key' });
-    expect(another.status).toBe(201);
+  });
+
+  it('does not administer the account: settings writes and keys need a session (403 api_key_not_allowed)', async () => {
+    const user = await userOnPlan(t.app, 'vip');
+    const { key } = await createKey(user);
+    const notAllowed = { detail: 'Not allowed with an API key', code: 'api_key_not_allowed' };
+    expect((await withKey(key).patch('/api/v2/user/settings', { language: 'ru' })).body).toEqual(notAllowed);
+    expect((await withKey(key).get('/api/v2/keys')).body).toEqual(notAllowed);
+    expect((await withKey(key).post('/api/v2/keys', { name: 'made with a key' })).body).toEqual(notAllowed);
+    expect(await t.app.container.db.repo(ApiKey).countBy({ userId: user.id })).toBe(1);
   });
 
   it('refuses a wrong key of the right shape with 401 Invalid or expired token', async () => {
@@ -284,11 +286,13 @@ describe('DELETE /api/v2/keys/:id', () => {
     expect((await t.app.http().delete(`/api/v2/keys/${drop.id}`).set('authorization', session(user))).status).toBe(404);
   });
 
-  it('lets a key delete itself', async () => {
+  it('does not let a key delete itself (only a session deletes keys)', async () => {
     const user = await userOnPlan(t.app, 'vip');
     const created = await createKey(user);
-    expect((await withKey(created.key).delete(`/api/v2/keys/${created.id}`)).status).toBe(204);
-    expect((await withKey(created.key).get('/api/v2/user/me')).status).toBe(401);
+    const res = await withKey(created.key).delete(`/api/v2/keys/${created.id}`);
+    expect(res.status).toBe(403);
+    expect(res.body.code).toBe('api_key_not_allowed');
+    expect((await withKey(created.key).get('/api/v2/user/me')).status).toBe(200);
   });
 
   it('answers 404 for another user’s key id and leaves that key working', async () => {

@@ -3,6 +3,19 @@ import { refreshCookieFrom, registerUser, uniqueEmail } from './helpers/users';
 
 const t = useTestApp();
 
+/** Asks for a reset link and returns the token the mail carries. */
+async function requestResetLink(email: string): Promise<string> {
+  const res = await t.app.http().post('/api/v2/auth/forgot-password').send({ email });
+  if (res.status !== 202) throw new Error(`forgot-password failed: ${res.status}`);
+  const token = decodeURIComponent(/token=([^\s]+)/.exec(t.app.mailbox.last(email)?.text ?? '')?.[1] ?? '');
+  if (!token) throw new Error(`no reset link mailed to ${email}`);
+  return token;
+}
+
+function login(email: string, password: string) {
+  return t.app.http().post('/api/v2/auth/login').send({ email, password });
+}
+
 describe('register and login', () => {
   it('registers with 201, a token response and an httpOnly refresh cookie', async () => {
     const email = uniqueEmail();
@@ -187,6 +200,69 @@ describe('passwords', () => {
     expect((await t.app.http().post('/api/v2/auth/login').send({ email: user.email, password: 'brand new pass' })).status).toBe(200);
     const again = await t.app.http().post('/api/v2/auth/reset-password').send({ token, password: 'another pass 1' });
     expect(again.status).toBe(422);
+  });
+
+  it('using the newer of two reset links makes the older one useless: the password stays the newer one\'s', async () => {
+    const user = await registerUser(t.app);
+    const older = await requestResetLink(user.email);
+    const newer = await requestResetLink(user.email);
+    expect(newer).not.toBe(older);
+
+    expect((await t.app.http().post('/api/v2/auth/reset-password').send({ token: newer, password: 'newer password 1' })).status).toBe(204);
+    const stale = await t.app.http().post('/api/v2/auth/reset-password').send({ token: older, password: 'older password 1' });
+    expect(stale.status).toBe(422);
+    expect(stale.body).toEqual({ detail: 'Invalid or expired reset token', code: 'invalid_reset_token' });
+    expect((await login(user.email, 'newer password 1')).status).toBe(200);
+    expect((await login(user.email, 'older password 1')).status).toBe(401);
+  });
+
+  it('using the older link first kills the newer one too', async () => {
+    const user = await registerUser(t.app);
+    const older = await requestResetLink(user.email);
+    const newer = await requestResetLink(user.email);
+    expect((await t.app.http().post('/api/v2/auth/reset-password').send({ token: older, password: 'older password 1' })).status).toBe(204);
+    expect((await t.app.http().post('/api/v2/auth/reset-password').send({ token: newer, password: 'newer password 1' })).status).toBe(422);
+    expect((await login(user.email, 'older password 1')).status).toBe(200);
+  });
+
+  it('a change of password kills the outstanding reset links', async () => {
+    const user = await registerUser(t.app);
+    const link = await requestResetLink(user.email);
+    const change = await t.app
+      .http()
+      .post('/api/v2/auth/change-password')
+      .set('authorization', `Bearer ${user.accessToken}`)
+      .send({ current_password: user.password, new_password: 'changed password 1' });
+    expect(change.status).toBe(204);
+    const reset = await t.app.http().post('/api/v2/auth/reset-password').send({ token: link, password: 'reset password 1' });
+    expect(reset.status).toBe(422);
+    expect(reset.body.code).toBe('invalid_reset_token');
+    expect((await login(user.email, 'changed password 1')).status).toBe(200);
+    // A link asked for after the change works as usual.
+    const fresh = await requestResetLink(user.email);
+    expect((await t.app.http().post('/api/v2/auth/reset-password').send({ token: fresh, password: 'reset password 2' })).status).toBe(204);
+  });
+
+  it('a reset leaves the links of other accounts alone', async () => {
+    const ann = await registerUser(t.app);
+    const bob = await registerUser(t.app);
+    const annLink = await requestResetLink(ann.email);
+    const bobLink = await requestResetLink(bob.email);
+    expect((await t.app.http().post('/api/v2/auth/reset-password').send({ token: annLink, password: 'ann password 1' })).status).toBe(204);
+    expect((await t.app.http().post('/api/v2/auth/reset-password').send({ token: bobLink, password: 'bob password 1' })).status).toBe(204);
+  });
+
+  it('two links used at once: exactly one wins, and the password is the winner\'s', async () => {
+    const user = await registerUser(t.app);
+    const links = [await requestResetLink(user.email), await requestResetLink(user.email), await requestResetLink(user.email)];
+    const results = await Promise.all(
+      links.map((token, i) => t.app.http().post('/api/v2/auth/reset-password').send({ token, password: `racing password ${i}` })),
+    );
+    const statuses = results.map((r) => r.status);
+    expect(statuses.filter((s) => s === 204)).toHaveLength(1);
+    expect(statuses.filter((s) => s === 422)).toHaveLength(2);
+    const winner = statuses.indexOf(204);
+    expect((await login(user.email, `racing password ${winner}`)).status).toBe(200);
   });
 
   it('a reset token older than an hour is refused', async () => {

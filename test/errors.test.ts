@@ -12,6 +12,7 @@ import type TestAgent from 'supertest/lib/agent';
 import type { AppCustom, AppState } from '../api/context';
 import { errorMiddleware, toAppError } from '../api/middleware/errors';
 import { AppError, ErrorCode, errorCatalogue, isAppError } from '../shared/errors';
+import { createLogger } from '../shared/log';
 import type { TestApp } from './helpers/app';
 import { startTestApp, useTestApp } from './helpers/app';
 import { FakeOidcProvider, startFakeOidc } from './helpers/fake-oidc';
@@ -24,7 +25,7 @@ function useThrowingApp(): { throwing(thrower: Thrower): TestAgent } {
   beforeAll(async () => {
     const app = new Koa<AppState, AppCustom>();
     app.silent = true;
-    app.use(errorMiddleware);
+    app.use(errorMiddleware(createLogger('silent')));
     app.use(async (ctx) => {
       ctx.set('X-Handler', 'reached');
       const value = holder.thrower?.();

@@ -57,6 +57,18 @@ export async function requireAuth(ctx: AppContext, next: Next): Promise<void> {
   await next();
 }
 
+/**
+ * After `requireAuth` (or `optionalAuth`) on every route that administers the account rather
+ * than uses it: API keys (create, list, delete), password, e-mail and profile changes, settings
+ * writes, sessions, identity links, logout, account deletion, and buying or redeeming when those
+ * come. A key is a server's credential: one that leaked must not be able to mint keys that
+ * outlive its revocation, lock the owner out or delete the account (decisions.md "API keys").
+ */
+export async function sessionOnly(ctx: AppContext, next: Next): Promise<void> {
+  if (ctx.state.caller && ctx.state.caller.apiKeyId !== null) throw new AppError('api_key_not_allowed');
+  await next();
+}
+
 /** Like `requireAuth`, but an absent Authorization header is fine (the caller stays unset). */
 export async function optionalAuth(ctx: AppContext, next: Next): Promise<void> {
   if (ctx.get('authorization')) return requireAuth(ctx, next);

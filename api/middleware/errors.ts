@@ -1,12 +1,15 @@
 /**
  * The one error middleware, first in the chain: an AppError becomes its catalogue status and
- * `{detail, code}` body; errors of the HTTP plumbing (body parser, router) map by status; any
- * other error is a bug, logged with an id and answered 500 (or 503 when a store is down).
+ * `{detail, code}` body; errors of the HTTP plumbing (body parser, router) map by status; a store
+ * that is down is 503; any other error is a bug, answered 500 with an id. How each kind is logged
+ * (refusals quietly, outages throttled, bugs with their stack): request-failure-log.ts.
  */
 import crypto from 'node:crypto';
 import type { Next } from 'koa';
 import { AppError, ErrorCode, errorCatalogue } from '../../shared/errors';
+import type { Logger } from '../../shared/log';
 import type { AppContext } from '../context';
+import { RequestFailureLog } from './request-failure-log';
 
 const plumbingByStatus: Record<number, ErrorCode> = {
   400: 'malformed_request',
@@ -36,44 +39,58 @@ function isStoreDown(error: unknown): boolean {
   );
 }
 
-export function toAppError(error: unknown): AppError | null {
-  if (error instanceof AppError) return error;
+/** What went wrong, and what the client is answered. */
+export type Failure =
+  | { kind: 'refusal'; answer: AppError }
+  | { kind: 'store_down'; answer: AppError }
+  | { kind: 'bug'; answer: AppError };
+
+export function classifyFailure(error: unknown): Failure {
+  if (error instanceof AppError) return { kind: 'refusal', answer: error };
   const status = (error as { status?: number; statusCode?: number }).status ?? (error as { statusCode?: number }).statusCode;
   const expose = (error as { expose?: boolean }).expose;
-  if (typeof status === 'number' && expose !== false && plumbingByStatus[status]) return new AppError(plumbingByStatus[status]);
-  if (isStoreDown(error)) return new AppError('service_unavailable');
-  return null;
+  const plumbing = typeof status === 'number' && expose !== false ? plumbingByStatus[status] : undefined;
+  if (plumbing) return { kind: 'refusal', answer: new AppError(plumbing) };
+  if (isStoreDown(error)) return { kind: 'store_down', answer: new AppError('service_unavailable') };
+  return { kind: 'bug', answer: new AppError('internal_error') };
 }
 
-export async function errorMiddleware(ctx: AppContext, next: Next): Promise<void> {
-  ctx.state.requestId = crypto.randomUUID();
-  ctx.set('X-Request-Id', ctx.state.requestId);
-  try {
-    await next();
-    if (ctx.body === undefined || ctx.body === null) {
-      if (ctx.status === 404) throw new AppError('not_found');
-      // The routers' 405 and 501 (a method no route implements) keep their Allow header.
-      if (ctx.status === 405 || ctx.status === 501) throw new AppError('method_not_allowed');
+/** The AppError a failure is answered with; null for a bug. */
+export function toAppError(error: unknown): AppError | null {
+  const failure = classifyFailure(error);
+  return failure.kind === 'bug' ? null : failure.answer;
+}
+
+export function errorMiddleware(log: Logger): (ctx: AppContext, next: Next) => Promise<void> {
+  const failures = new RequestFailureLog(log);
+  return async (ctx, next) => {
+    ctx.state.requestId = crypto.randomUUID();
+    ctx.set('X-Request-Id', ctx.state.requestId);
+    try {
+      await next();
+      if (ctx.body === undefined || ctx.body === null) {
+        if (ctx.status === 404) throw new AppError('not_found');
+        // The routers' 405 and 501 (a method no route implements) keep their Allow header.
+        if (ctx.status === 405 || ctx.status === 501) throw new AppError('method_not_allowed');
+      }
+    } catch (error) {
+      const failure = classifyFailure(error);
+      const request = { requestId: ctx.state.requestId, method: ctx.method, path: ctx.path };
+      if (failure.kind === 'refusal') failures.refusal(failure.answer, request);
+      else if (failure.kind === 'store_down') failures.storeDown(error, request);
+      else failures.bug(error, request);
+      const answer = failure.answer;
+      ctx.status = answer.status;
+      for (const [name, value] of Object.entries(answer.headers)) ctx.set(name, value);
+      ctx.body = {
+        detail: answer.detail,
+        code: answer.code,
+        ...(answer.errors ? { errors: answer.errors } : {}),
+        ...answer.extra,
+        ...(answer.status === 500 ? { error_id: ctx.state.requestId } : {}),
+      };
     }
-  } catch (error) {
-    const appError = toAppError(error);
-    if (!appError || appError.status >= 500) {
-      ctx.app.context.container?.log.error(
-        { err: error, requestId: ctx.state.requestId, method: ctx.method, path: ctx.path },
-        'request failed',
-      );
-    }
-    const mapped = appError ?? new AppError('internal_error');
-    ctx.status = mapped.status;
-    for (const [name, value] of Object.entries(mapped.headers)) ctx.set(name, value);
-    ctx.body = {
-      detail: mapped.detail,
-      code: mapped.code,
-      ...(mapped.errors ? { errors: mapped.errors } : {}),
-      ...mapped.extra,
-      ...(mapped.status === 500 ? { error_id: ctx.state.requestId } : {}),
-    };
-  }
+  };
 }
 
 export { errorCatalogue };

@@ -9,7 +9,7 @@ import { presentAuthMethods, presentLoginUser, presentSession } from '../present
 import { AppError } from '../../shared/errors';
 import { AppContext, AppCustom, AppState, callerOf } from '../context';
 import { EmailSchema, parseBody, parseId, PasswordSchema } from '../http';
-import { optionalAuth, requireAuth } from '../middleware/auth';
+import { optionalAuth, requireAuth, sessionOnly } from '../middleware/auth';
 
 export const REFRESH_COOKIE = 'refresh_token';
 const COOKIE_PATH = '/api/v2/auth';
@@ -116,7 +116,8 @@ export function authRoutes(): Router<AppState, AppCustom> {
     };
   });
 
-  router.post('/logout', optionalAuth, async (ctx) => {
+  // A key has no session to end; it must not end one through a refresh cookie either.
+  router.post('/logout', optionalAuth, sessionOnly, async (ctx) => {
     const body = parseBody(ctx, RefreshBody);
     const caller = ctx.state.caller;
     const { sessions } = ctx.container;
@@ -145,14 +146,14 @@ export function authRoutes(): Router<AppState, AppCustom> {
     ctx.status = 204;
   });
 
-  router.post('/change-password', requireAuth, async (ctx) => {
+  router.post('/change-password', requireAuth, sessionOnly, async (ctx) => {
     const body = parseBody(ctx, ChangePasswordBody);
     const caller = callerOf(ctx);
     await ctx.container.passwords.changePassword(caller.user.id, caller.sessionId, body.current_password, body.new_password);
     ctx.status = 204;
   });
 
-  router.post('/link', requireAuth, async (ctx) => {
+  router.post('/link', requireAuth, sessionOnly, async (ctx) => {
     const body = parseBody(ctx, z.object({ code: z.string().min(4).max(32) }));
     const caller = callerOf(ctx);
     await ctx.container.links.redeem(caller.user.id, body.code);
@@ -163,7 +164,7 @@ export function authRoutes(): Router<AppState, AppCustom> {
     };
   });
 
-  router.get('/sessions', requireAuth, async (ctx) => {
+  router.get('/sessions', requireAuth, sessionOnly, async (ctx) => {
     const caller = callerOf(ctx);
     const sessions = await ctx.container.sessions.list(caller.user.id);
     ctx.body = {
@@ -171,7 +172,7 @@ export function authRoutes(): Router<AppState, AppCustom> {
     };
   });
 
-  router.delete('/sessions/:id', requireAuth, async (ctx) => {
+  router.delete('/sessions/:id', requireAuth, sessionOnly, async (ctx) => {
     await ctx.container.sessions.revoke(callerOf(ctx).user.id, parseId(ctx.params.id), 'revoked_by_user');
     ctx.status = 204;
   });

@@ -18,6 +18,9 @@ export function fileRoutes(): Router<AppState, AppCustom> {
     if (!stat) throw new AppError('not_found');
     ctx.set('Accept-Ranges', 'bytes');
     ctx.set('Cache-Control', 'private, max-age=86400');
+    // Results are meant to be shown anywhere (an <img> or <video> on a client's own site): the
+    // unguessable URL is the access control, not the origin of the page embedding it.
+    ctx.set('Cross-Origin-Resource-Policy', 'cross-origin');
     ctx.type = stat.contentType;
     const range = /^bytes=(\d*)-(\d*)$/.exec(ctx.get('range'));
     if (range && (range[1] || range[2])) {

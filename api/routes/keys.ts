@@ -1,4 +1,4 @@
-/** API keys: spec 4.12, decisions.md "API keys". */
+/** API keys: spec 4.12, decisions.md "API keys". Managed with a session only, never with a key. */
 import Router from '@koa/router';
 import { z } from 'zod';
 import { presentApiKey } from '../presenters/account';
@@ -6,13 +6,13 @@ import { iso } from '../presenters/dates';
 import { AppError } from '../../shared/errors';
 import { AppCustom, AppState, callerOf } from '../context';
 import { parseBody, parseId } from '../http';
-import { requireAuth } from '../middleware/auth';
+import { requireAuth, sessionOnly } from '../middleware/auth';
 
 const CreateKeyBody = z.object({ name: z.string().trim().min(1, 'must not be empty').max(100) });
 
 export function keyRoutes(): Router<AppState, AppCustom> {
   const router = new Router<AppState, AppCustom>({ prefix: '/api/v2/keys' });
-  router.use(requireAuth);
+  router.use(requireAuth, sessionOnly);
 
   router.post('/', async (ctx) => {
     const caller = callerOf(ctx);

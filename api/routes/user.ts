@@ -5,7 +5,7 @@ import { presentBalance, presentSettings, presentUser } from '../presenters/acco
 import { deleteAccount } from '../../shared/accounts/delete-account';
 import { AppContext, AppCustom, AppState, callerOf } from '../context';
 import { parseBody } from '../http';
-import { requireAuth } from '../middleware/auth';
+import { requireAuth, sessionOnly } from '../middleware/auth';
 
 const ProfilePatch = z.object({
   name: z.string().trim().min(1, 'must not be empty').max(200).optional(),
@@ -38,13 +38,13 @@ export function userRoutes(): Router<AppState, AppCustom> {
     ctx.body = await currentUserView(ctx);
   });
 
-  router.patch('/me', async (ctx) => {
+  router.patch('/me', sessionOnly, async (ctx) => {
     const body = parseBody(ctx, ProfilePatch);
     await ctx.container.users.updateProfile(callerOf(ctx).user.id, { name: body.name, avatarUrl: body.avatar_url });
     ctx.body = await currentUserView(ctx);
   });
 
-  router.delete('/me', async (ctx) => {
+  router.delete('/me', sessionOnly, async (ctx) => {
     await deleteAccount(ctx.container, callerOf(ctx).user.id);
     ctx.status = 204;
   });
@@ -59,7 +59,8 @@ export function userRoutes(): Router<AppState, AppCustom> {
     ctx.body = presentSettings(callerOf(ctx).user);
   });
 
-  router.patch('/settings', async (ctx) => {
+  // A key may read the settings but not change them (decisions.md "API keys": settings reads).
+  router.patch('/settings', sessionOnly, async (ctx) => {
     const body = parseBody(ctx, SettingsPatch);
     const user = await ctx.container.users.updateSettings(callerOf(ctx).user.id, {
       language: body.language,

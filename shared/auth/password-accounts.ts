@@ -88,6 +88,8 @@ export class PasswordAccounts {
     await this.db.transaction(async (em) => {
       await em.getRepository(Identity).update({ id: identity.id }, { passwordHash });
       await this.sessions.revokeAll(em, userId, 'password_changed', currentSessionId ?? undefined);
+      // A link asked for before the change would otherwise undo it within the hour.
+      await this.invalidateResetLinks(em, userId);
     });
   }
 
@@ -119,17 +121,28 @@ export class PasswordAccounts {
     }
   }
 
-  /** Sets a new password with a reset token (single use, one hour) and revokes every session. */
+  /**
+   * Sets a new password with a reset token (single use, one hour), revokes every session and
+   * every other outstanding reset link of the account (an older link must not undo this reset).
+   */
   async resetPassword(token: string, password: string): Promise<void> {
     const passwordHash = await hashPassword(password);
     await this.db.transaction(async (em: EntityManager) => {
       const now = this.clock();
       const reset = await em.getRepository(PasswordReset).findOneBy({ tokenHash: sha256Hex(token) });
       if (!reset || reset.usedAt || reset.expiresAt.getTime() <= now.getTime()) throw new AppError('invalid_reset_token');
+      // The identity row first: it serialises two resets (or a reset and a change) of one
+      // account, so on MySQL they queue on one lock instead of deadlocking on each other's links.
+      await em.getRepository(Identity).update({ userId: reset.userId, kind: 'email' }, { passwordHash });
       const claimed = await em.getRepository(PasswordReset).update({ id: reset.id, usedAt: IsNull() }, { usedAt: now });
       if (claimed.affected !== 1) throw new AppError('invalid_reset_token');
-      await em.getRepository(Identity).update({ userId: reset.userId, kind: 'email' }, { passwordHash });
       await this.sessions.revokeAll(em, reset.userId, 'password_reset');
+      await this.invalidateResetLinks(em, reset.userId);
     });
+  }
+
+  /** Marks every unused reset link of the account as used: none of them works any more. */
+  private async invalidateResetLinks(em: EntityManager, userId: number): Promise<void> {
+    await em.getRepository(PasswordReset).update({ userId, usedAt: IsNull() }, { usedAt: this.clock() });
   }
 }

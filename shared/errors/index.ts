@@ -13,6 +13,7 @@ export const errorCatalogue = {
   invalid_webhook_signature: { status: 401, detail: 'Invalid webhook signature' },
   insufficient_tokens: { status: 402, detail: 'Insufficient tokens' },
   insufficient_plan: { status: 403, detail: 'Insufficient plan' },
+  api_key_not_allowed: { status: 403, detail: 'Not allowed with an API key' },
   not_found: { status: 404, detail: 'Not found' },
   method_not_allowed: { status: 405, detail: 'Method not allowed' },
   email_taken: { status: 409, detail: 'Email already registered' },

@@ -11,6 +11,7 @@ import { loadConfig } from '../../shared/config';
 import { buildContainer, Container } from '../../shared/container';
 import { startWorker } from '../../shared/jobs/worker';
 import type { Stoppable } from '../../shared/lifecycle';
+import type { Logger } from '../../shared/log';
 import type { ProviderAdapter } from '../../shared/providers/types';
 import type { LeaseTimings } from '../../shared/generation/runner';
 import { TestClock } from './clock';
@@ -35,6 +36,8 @@ export interface TestAppOptions {
   worker?: boolean;
   /** Job leases shorter than production's, to see them lapse or fail within a test. */
   leases?: LeaseTimings;
+  /** The app's logger (default: one at LOG_LEVEL); a test that reads the log passes its own. */
+  log?: Logger;
 }
 
 export async function startTestApp(env: Record<string, string> = {}, options: TestAppOptions = {}): Promise<TestApp> {
@@ -51,6 +54,7 @@ export async function startTestApp(env: Record<string, string> = {}, options: Te
     providers: options.providers,
     processesJobs: options.worker ?? false,
     leases: options.leases,
+    log: options.log,
   });
   const worker: Stoppable | null = options.worker ? await startWorker(container) : null;
   const server = http.createServer(createApp(container).callback());
