@@ -63,7 +63,7 @@ export class IdentityProviderLogin {
         } catch (error) {
           // With OIDC_JWKS_URL set, id_tokens are still verifiable; only the code flow lacks its endpoint.
           if (!jwksUrl) throw error;
-          this.log.warn({ err: error }, 'identity-provider discovery failed; using OIDC_JWKS_URL');
+          this.log.warn({ reason: (error as Error).message }, 'identity-provider discovery failed; using OIDC_JWKS_URL');
           complete = false;
         }
       }
@@ -95,7 +95,8 @@ export class IdentityProviderLogin {
         signal: AbortSignal.timeout(10_000),
       });
     } catch (error) {
-      this.log.error({ err: error }, 'identity-provider token endpoint unreachable');
+      // An outage of someone else's service, met by every login meanwhile: a line without a stack.
+      this.log.warn({ reason: (error as Error).message }, 'identity-provider token endpoint unreachable');
       throw new AppError('service_unavailable', { detail: 'The identity provider cannot be reached' });
     }
     const payload = (await response.json().catch(() => ({}))) as { id_token?: string; error?: string };
@@ -133,7 +134,7 @@ export class IdentityProviderLogin {
     try {
       endpoints = await this.discover();
     } catch (error) {
-      this.log.error({ err: error }, 'identity-provider discovery failed');
+      this.log.warn({ reason: (error as Error).message }, 'identity-provider discovery failed');
       throw new AppError('service_unavailable', { detail: 'The identity provider cannot be reached' });
     }
     const idToken = input.id_token ?? (await this.exchangeCode(input.code ?? '', input.redirect_uri ?? '', endpoints.tokenUrl));
