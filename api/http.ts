@@ -16,6 +16,25 @@ export function validate<S extends z.ZodType>(schema: S, input: unknown): z.infe
   return parsed.data;
 }
 
+/**
+ * How deep a JSON body may nest. No request of the API nests more than a few levels; a body
+ * nested thousands of levels deep parses, but overflows the stack of whatever serializes or walks
+ * it afterwards (an Idempotency-Key's request hash, a schedule's stored params): a 500.
+ */
+export const MAX_JSON_DEPTH = 64;
+
+/** Whether `value` nests deeper than `limit` (iteratively: the check itself must not overflow). */
+function nestsDeeperThan(value: unknown, limit: number): boolean {
+  const stack: Array<[unknown, number]> = [[value, 1]];
+  while (stack.length > 0) {
+    const [current, depth] = stack.pop() as [unknown, number];
+    if (typeof current !== 'object' || current === null) continue;
+    if (depth > limit) return true;
+    for (const child of Object.values(current)) if (typeof child === 'object' && child !== null) stack.push([child, depth + 1]);
+  }
+  return false;
+}
+
 function hasBody(ctx: AppContext): boolean {
   const length = ctx.request.length;
   return (length !== undefined && length > 0) || ctx.get('transfer-encoding') !== '';
@@ -27,6 +46,9 @@ export function parseBody<S extends z.ZodType>(ctx: AppContext, schema: S): z.in
   const body = ctx.request.body === undefined || ctx.request.body === null ? {} : ctx.request.body;
   if (typeof body !== 'object' || Array.isArray(body)) {
     throw new AppError('validation_failed', { errors: [{ field: '(body)', message: 'must be a JSON object' }] });
+  }
+  if (nestsDeeperThan(body, MAX_JSON_DEPTH)) {
+    throw new AppError('validation_failed', { errors: [{ field: '(body)', message: `must not nest more than ${MAX_JSON_DEPTH} levels deep` }] });
   }
   return validate(schema, body);
 }

@@ -1,0 +1,653 @@
+/**
+ * How to drive each route of the table: who may call it, its path params, known query keys, the
+ * shapes of a valid body, route-specific headers, and how many generated requests it gets.
+ *
+ * The keys are `METHOD path` exactly as the route table reads them from the app: the fuzz test
+ * asserts that this table and the app's routes are the same set, so a new route fails the suite
+ * until it gets a driver here.
+ */
+import fc from 'fast-check';
+import {
+  BodyChoice,
+  FilePart,
+  idempotencyHeader,
+  idParam,
+  jsonBody,
+  jsonNasty,
+  noBody,
+  ParamChoice,
+  printable,
+  SampleName,
+  stringNasty,
+  wordParam,
+} from './arbitraries';
+import type { CallerName, FuzzWorld } from './world';
+import { DISPOSABLE_CALLERS, MAIN_CALLERS } from './world';
+
+export interface RouteDriver {
+  /** Who calls with valid credentials (the arbitrary also sends none, mangled and refused ones). */
+  callers: readonly CallerName[];
+  /** Generated requests per run (before FUZZ_RUNS_SCALE). */
+  runs: number;
+  /** A fresh account per request: the caller, and the subject of `$PLACEHOLDER`s (tokens, passwords). */
+  disposable?: boolean;
+  /** Path params, drawn together (a file key's four parts belong together). */
+  params?: fc.Arbitrary<Record<string, ParamChoice>>;
+  /** Known query keys and their values (valid and not); unknown keys and garbage are added anyway. */
+  query?: Record<string, fc.Arbitrary<string>>;
+  body?: fc.Arbitrary<BodyChoice>;
+  headers?: fc.Arbitrary<Record<string, string>>;
+  /** Weight of anonymous calls (default 2, beside 26 for valid credentials and 5 for refused ones): open routes get more. */
+  anonymousWeight?: number;
+}
+
+export type DriverTable = Record<string, (world: FuzzWorld) => RouteDriver>;
+
+// Shared value arbitraries ------------------------------------------------------------------------
+
+const FIXTURE_SLUGS = [
+  'fake-text',
+  'fake-vision',
+  'fake-image',
+  'fake-art',
+  'fake-video',
+  'fake-premium',
+  'fake-expensive',
+  'missing-provider',
+  'fallback-text',
+  'fake-stt',
+  'fake-diarize',
+  'fake-ocr',
+  'face-swap',
+  'inpaint',
+  'fake-upscale',
+];
+const SLUG_GARBAGE = ['nope', 'demo-text', 'FAKE-TEXT', 'fake-text ', 'fake_text', '../fake-text'];
+const slugValue = fc.oneof({ weight: 6, arbitrary: fc.constantFrom(...FIXTURE_SLUGS) }, { weight: 1, arbitrary: fc.constantFrom(...SLUG_GARBAGE) });
+const ASSISTANT_IDS = ['poet', 'painter', 'critic', 'ghost'];
+
+/** Mostly `good` values, now and then one of the edge ones (so that most valid shapes are accepted). */
+function ok<T>(good: fc.Arbitrary<T>, ...edge: T[]): fc.Arbitrary<T> {
+  return edge.length === 0 ? good : fc.oneof({ weight: 12, arbitrary: good }, { weight: 1, arbitrary: fc.constantFrom(...edge) });
+}
+
+const promptArb = fc.oneof(
+  { weight: 6, arbitrary: fc.constantFrom('a cat on a mat', 'Tell me about the sea', 'waves at dusk', 'Привет, мир', '東京の夜') },
+  { weight: 2, arbitrary: fc.string({ minLength: 1, maxLength: 120 }).filter((p) => p.trim() !== '') },
+  { weight: 1, arbitrary: fc.constantFrom('this is forbidden', 'a bad word here', '   ', '', 'x'.repeat(8_000), 'x'.repeat(8_001), '🙂'.repeat(4_001)) },
+  { weight: 1, arbitrary: fc.string({ unit: 'binary', maxLength: 60 }) },
+);
+
+const PNG_DATA_URL = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAgAAAAICAIAAABLbSncAAAACXBIWXMAAAPoAAAD6AG1e1JrAAAAEUlEQVR4nGM4ISeHFTEMLQkAkL9BAbKfPiIAAAAASUVORK5CYII=';
+const WAV_DATA_URL = `data:audio/wav;base64,${Buffer.concat([Buffer.from('RIFF'), Buffer.alloc(4), Buffer.from('WAVEfmt '), Buffer.alloc(40)]).toString('base64')}`;
+
+/**
+ * URL inputs the service accepts: the sink (allowed by URL_FETCH_ALLOW), data: URLs, this
+ * service's own result files.
+ */
+const GOOD_IMAGE_URLS = ['$SINK/img.png', PNG_DATA_URL, '$FILE_OWN', '$FILE_OTHER'];
+const GOOD_AUDIO_URLS = ['$SINK/a.wav', WAV_DATA_URL];
+/**
+ * URLs it must refuse without connecting: loopback other than the sink, private, link-local and
+ * metadata addresses, other schemes, files of its own that are not results or do not exist, and
+ * sink paths that are not media. Never a public host name: nothing here goes through DNS.
+ */
+const BAD_URLS = [
+  '$SINK/page.html',
+  '$SINK/empty',
+  '$SINK/missing.png',
+  '$SINK/redirect-private',
+  'data:,',
+  'data:image/png;base64,!!!',
+  'data:text/plain,hello',
+  'data:image/png,',
+  '$PUBLIC/files/uploads/2026/11/00000000000000000000000000000000.png',
+  '$PUBLIC/files/results/../../../etc/passwd',
+  '$PUBLIC/files/results%2F..%2F..%2Fetc%2Fpasswd',
+  '$PUBLIC/files/',
+  '$PUBLIC/files/results/2026/11/ffffffffffffffffffffffffffffffff.png',
+  '$PUBLIC/health',
+  'http://127.0.0.2:9/x.png',
+  'http://[::1]:9/x.png',
+  'http://10.0.0.1/x.png',
+  'http://192.168.1.1/x.png',
+  'http://169.254.169.254/latest/meta-data/',
+  'http://0.0.0.0:9/',
+  'http://2130706433:9/',
+  'http://0x7f.1:9/',
+  'http://127.1:9/',
+  'http://localhost:9/x.png',
+  'http://[::ffff:127.0.0.2]:9/',
+  'http://[fe80::1]:9/',
+  'http://user:pass@127.0.0.2:9/',
+  'file:///etc/passwd',
+  'ftp://127.0.0.2/x',
+  'javascript:alert(1)',
+  'gopher://127.0.0.2:6379/_INFO',
+  'http:///x',
+  'http://',
+  '//127.0.0.2/x',
+  'not a url',
+  '',
+];
+const imageUrl = fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...GOOD_IMAGE_URLS) }, { weight: 1, arbitrary: fc.constantFrom(...BAD_URLS) });
+const audioUrl = fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...GOOD_AUDIO_URLS) }, { weight: 1, arbitrary: fc.constantFrom(...BAD_URLS, ...GOOD_IMAGE_URLS) });
+const urlArb = fc.constantFrom(...GOOD_IMAGE_URLS, ...GOOD_AUDIO_URLS, ...BAD_URLS);
+
+const textShape = fc.record(
+  {
+    model: ok(fc.constantFrom('fake-text', 'fake-text', 'fake-text', 'fake-vision', 'fallback-text'), 'fake-premium', 'fake-expensive', 'missing-provider'),
+    prompt: promptArb,
+    system: promptArb,
+    temperature: ok(fc.double({ min: 0, max: 2, noNaN: true }), -1, 3, 2.0000001),
+    max_tokens: ok(fc.integer({ min: 1, max: 4_000 }), 0, -5, 1e9),
+    stream: fc.boolean(),
+  },
+  { requiredKeys: ['model', 'prompt'] },
+);
+const messagesShape = fc.record(
+  {
+    model: ok(fc.constantFrom('fake-text', 'fake-vision'), 'fake-image'),
+    system: promptArb,
+    stream: fc.boolean(),
+    messages: fc.tuple(
+      fc.array(fc.record({ role: ok(fc.constantFrom('user', 'assistant'), 'system', 'tool'), content: promptArb }), { maxLength: 3 }),
+      fc.oneof(
+        { weight: 4, arbitrary: promptArb },
+        { weight: 1, arbitrary: fc.array(fc.oneof(fc.record({ type: fc.constant('text'), text: promptArb }), fc.record({ type: fc.constant('image_url'), image_url: fc.record({ url: imageUrl }) })), { minLength: 1, maxLength: 3 }) },
+      ),
+    ).map(([history, content]) => [...history, { role: 'user', content }]),
+  },
+  { requiredKeys: ['model', 'messages'] },
+);
+const imageShape = fc.record(
+  {
+    model: fc.constant('fake-image'),
+    prompt: promptArb,
+    size: ok(fc.constantFrom('1024x1024', '1024x1792', '1792x1024'), '512x512', '0x0', '1024X1024'),
+    quality: ok(fc.constantFrom('standard', 'hd'), 'ultra'),
+    style: ok(fc.constantFrom('vivid', 'natural'), 'noir'),
+    format: ok(fc.constantFrom('webp', 'png', 'jpeg'), 'gif'),
+    seed: ok(fc.integer({ min: 0, max: 2 ** 31 - 1 }), -1, 2 ** 32, 1.5),
+  },
+  { requiredKeys: ['model', 'prompt'] },
+);
+const artShape = fc.record(
+  { model: fc.constant('fake-art'), prompt: promptArb, aspect_ratio: ok(fc.constantFrom('1:1', '16:9', '9:16'), '4:3', '0:0'), negative_prompt: promptArb },
+  { requiredKeys: ['model', 'prompt'] },
+);
+const videoShape = fc.record(
+  {
+    model: fc.constant('fake-video'),
+    prompt: promptArb,
+    duration: ok(fc.constantFrom(5, 10), 7, 0, -5, 1e6),
+    resolution: ok(fc.constantFrom('480p', '720p', '1080p'), '4k'),
+    image_url: imageUrl,
+  },
+  { requiredKeys: ['model', 'prompt'] },
+);
+const sttShape = fc.oneof(
+  fc.record({ model: fc.constant('fake-stt'), audio_url: audioUrl, language: ok(fc.constant('en'), 'ru', 'xx', '') }, { requiredKeys: ['model', 'audio_url'] }),
+  fc.record({ model: fc.constant('fake-diarize'), audio_url: audioUrl, diarize: fc.boolean() }, { requiredKeys: ['model', 'audio_url'] }),
+);
+const toolShape = fc.oneof(
+  fc.record({ model: fc.constant('fake-ocr'), image_url: imageUrl, prompt: promptArb }, { requiredKeys: ['model', 'image_url'] }),
+  fc.record({ model: fc.constant('face-swap'), image_url: imageUrl, target_image_url: imageUrl }, { requiredKeys: ['model', 'image_url', 'target_image_url'] }),
+  fc.record({ model: fc.constant('inpaint'), image_url: imageUrl, mask_url: imageUrl, prompt: promptArb }, { requiredKeys: ['model', 'image_url', 'mask_url'] }),
+  fc.record({ model: fc.constant('fake-upscale'), image_url: imageUrl, scale: ok<unknown>(fc.constantFrom(2, 4), 3, '2') }, { requiredKeys: ['model', 'image_url'] }),
+);
+const assistantShape = fc.record(
+  { assistant_id: ok(fc.constantFrom(...ASSISTANT_IDS), 'nope'), prompt: promptArb },
+  { requiredKeys: ['assistant_id', 'prompt'] },
+);
+
+/** Some fields moved into `params` (and, sometimes, one given differently in both places). */
+function withParams(shape: fc.Arbitrary<Record<string, unknown>>): fc.Arbitrary<Record<string, unknown>> {
+  return fc.oneof(
+    { weight: 6, arbitrary: shape },
+    {
+      weight: 2,
+      arbitrary: fc.tuple(shape, fc.nat()).map(([body, seed]) => {
+        const top: Record<string, unknown> = {};
+        const params: Record<string, unknown> = {};
+        Object.entries(body).forEach(([k, v], i) => ((k !== 'model' && (seed >> i) & 1 ? params : top)[k] = v));
+        return { ...top, params };
+      }),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.tuple(shape, jsonNasty).map(([body, other]) => {
+        const key = Object.keys(body).find((k) => k !== 'model' && k !== 'prompt');
+        return key ? { ...body, params: { [key]: other } } : body;
+      }),
+    },
+  );
+}
+
+const generateShape: fc.Arbitrary<Record<string, unknown>> = withParams(
+  fc.oneof(
+    { weight: 3, arbitrary: textShape },
+    { weight: 1, arbitrary: messagesShape },
+    { weight: 2, arbitrary: imageShape },
+    { weight: 1, arbitrary: artShape },
+    { weight: 1, arbitrary: videoShape },
+    { weight: 2, arbitrary: sttShape },
+    { weight: 2, arbitrary: toolShape },
+    { weight: 1, arbitrary: assistantShape },
+  ),
+);
+
+const pageQuery = {
+  page: fc.oneof(fc.integer({ min: 1, max: 5 }).map(String), fc.constantFrom('0', '-1', '1000001', '1.5', 'x')),
+  limit: fc.oneof(fc.integer({ min: 1, max: 100 }).map(String), fc.constantFrom('0', '101', '1e2', '100.0', '-100')),
+};
+const emailArb = fc.oneof(
+  { weight: 3, arbitrary: fc.constantFrom('$EMAIL', '$OTHER_EMAIL', 'nobody@example.test', 'NOBODY@EXAMPLE.TEST', ' spaced@example.test ') },
+  { weight: 2, arbitrary: fc.emailAddress() },
+  { weight: 1, arbitrary: stringNasty },
+);
+const passwordArb = fc.oneof(
+  { weight: 3, arbitrary: fc.constantFrom('$PASSWORD', 'wrong password!', '') },
+  { weight: 2, arbitrary: fc.string({ minLength: 8, maxLength: 40 }) },
+  { weight: 1, arbitrary: fc.constantFrom('short', 'x'.repeat(1_024), 'x'.repeat(1_025), '\u0000'.repeat(8), '🙂'.repeat(8)) },
+);
+const newPasswordArb = fc.oneof(fc.string({ minLength: 8, maxLength: 40 }), fc.constantFrom('short', 'x'.repeat(1_025), '        '));
+const ratingArb = fc.oneof({ weight: 3, arbitrary: fc.integer({ min: 1, max: 5 }) }, { weight: 1, arbitrary: fc.constantFrom(0, 6, 3.5, -1, '3', null) });
+const cronArb = ok(
+  fc.constantFrom('0 * * * *', '*/5 * * * *', '0 9 * * 1', '0 12 * * MON-FRI', '0 0 29 2 *', '15 3 1 * *'),
+  '61 * * * *',
+  '* * * *',
+  '* * * * * *',
+  '@hourly',
+  '0 0 * * 8',
+  'L W * * *',
+  '*/0 * * * *',
+  '5-1 * * * *',
+  'a b c d e',
+  '0 0 31 2 *',
+  '* * * * *',
+);
+const timezoneArb = ok(fc.constantFrom('UTC', 'Europe/Berlin', 'America/New_York', 'Asia/Kathmandu'), 'Mars/Phobos', '+05:00', 'Etc/GMT+14', '', 'utc', 'Local', 'EST5EDT');
+const scheduleShape = fc.record(
+  {
+    name: ok(fc.constantFrom('nightly', 'Утро', 'x'.repeat(200)), 'x'.repeat(201), '   ', ''),
+    cron: cronArb,
+    model: ok(fc.constantFrom('fake-text', 'fake-image', 'fake-video'), ...SLUG_GARBAGE, 'fake-premium'),
+    prompt: promptArb,
+    params: fc.oneof({ weight: 4, arbitrary: fc.constant({}) }, { weight: 1, arbitrary: generateShape.map((b) => { const { model: _model, ...rest } = b; return rest; }) }),
+    is_active: fc.boolean(),
+    timezone: timezoneArb,
+  },
+  { requiredKeys: ['name', 'cron', 'model'] },
+);
+const eventsArb = fc.oneof(fc.subarray(['generation.completed', 'generation.failed']), fc.constantFrom(['generation.started'], ['generation.completed', 'generation.completed'], Array(11).fill('generation.failed')));
+
+const idOf = (kind: Parameters<typeof idParam>[0]) => fc.record({ id: idParam(kind) });
+
+// Multipart ---------------------------------------------------------------------------------------
+
+const SAMPLE_NAMES: SampleName[] = ['png', 'wav', 'pngTruncated', 'pngHeaderOnly', 'jpegHeaderOnly', 'gif', 'text', 'empty', 'bombPng'];
+const FILENAMES = ['a.png', 'a.wav', 'noext', '../../etc/passwd', 'ü.png', 'a"b.png', 'x'.repeat(300), 'a.png.exe'];
+
+function filePart(fields: string[], good: SampleName): fc.Arbitrary<FilePart> {
+  return fc.record(
+    {
+      field: fc.oneof({ weight: 12, arbitrary: fc.constantFrom(...fields) }, { weight: 1, arbitrary: fc.constantFrom('file', 'image', 'x'.repeat(100)) }),
+      bytes: fc.oneof(
+        { weight: 12, arbitrary: fc.constant<SampleName | Uint8Array>(good) },
+        { weight: 3, arbitrary: fc.constantFrom<SampleName | Uint8Array>(...SAMPLE_NAMES) },
+        { weight: 1, arbitrary: fc.uint8Array({ minLength: 1, maxLength: 400 }) },
+      ),
+      filename: fc.oneof({ weight: 3, arbitrary: fc.constantFrom('a.png', 'a.wav') }, { weight: 1, arbitrary: fc.constantFrom(...FILENAMES) }),
+      contentType: fc.constantFrom('image/png', 'audio/wav', 'text/plain', 'application/json', 'application/octet-stream'),
+    },
+    { requiredKeys: ['field', 'bytes', 'filename'] },
+  );
+}
+
+function multipart(files: Array<[string, SampleName]>, fields: Record<string, fc.Arbitrary<string>>): fc.Arbitrary<BodyChoice> {
+  const names = Object.keys(fields);
+  const field: fc.Arbitrary<[string, string]> = fc.oneof(
+    { weight: 5, arbitrary: fc.constantFrom(...names).chain((n) => (fields[n] as fc.Arbitrary<string>).map((v): [string, string] => [n, v])) },
+    { weight: 1, arbitrary: fc.tuple(fc.constantFrom(...names), stringNasty.filter((s) => s.length < 1_000)) },
+    { weight: 1, arbitrary: fc.tuple(fc.string({ minLength: 1, maxLength: 10 }), fc.string({ maxLength: 20 })) },
+  );
+  // Every known field once (the model first), a few more now and then, the route's files.
+  const known = fc.tuple(...names.map((n) => (fields[n] as fc.Arbitrary<string>).map((v): [string, string] => [n, v])));
+  const wellFormed = fc.tuple(known, fc.array(field, { maxLength: 2 }), fc.tuple(...files.map(([name, good]) => filePart([name], good)))).map(
+    ([k, f, parts]): BodyChoice => ({ kind: 'multipart', fields: [...k, ...f], files: parts }),
+  );
+  const anyParts = fc.tuple(fc.array(field, { maxLength: 8 }), fc.array(filePart(files.map(([n]) => n), 'png'), { maxLength: 3 })).map(
+    ([f, parts]): BodyChoice => ({ kind: 'multipart', fields: f, files: parts }),
+  );
+  return fc.oneof(
+    { weight: 8, arbitrary: wellFormed },
+    { weight: 4, arbitrary: anyParts },
+    { weight: 1, arbitrary: fc.array(fc.tuple(fc.constant('prompt'), fc.string({ maxLength: 5 })), { minLength: 21, maxLength: 25 }).map((f): BodyChoice => ({ kind: 'multipart', fields: f, files: [] })) },
+    {
+      weight: 2,
+      arbitrary: fc
+        .tuple(fc.oneof(fc.constantFrom('', '--xyz\r\n', '--xyz\r\nContent-Disposition: form-data; name="model"\r\n\r\nfake-ocr\r\n', 'garbage'), fc.string({ maxLength: 100 })), fc.constantFrom('multipart/form-data', 'multipart/form-data; boundary=xyz', 'multipart/form-data; boundary=', 'multipart/mixed; boundary=xyz'))
+        .map(([payload, contentType]): BodyChoice => ({ kind: 'text', payload, contentType })),
+    },
+    { weight: 2, arbitrary: jsonBody(fc.record({ model: slugValue, image_url: urlArb, audio_url: urlArb })) },
+  );
+}
+
+const modelField = (category: string[]) => fc.oneof({ weight: 5, arbitrary: fc.constantFrom(...category) }, { weight: 1, arbitrary: fc.constantFrom('fake-text', 'nope', '') });
+
+// Per-route headers -------------------------------------------------------------------------------
+
+const rangeHeader = fc.oneof(
+  { weight: 3, arbitrary: fc.constant({}) },
+  {
+    weight: 3,
+    arbitrary: fc
+      .constantFrom('bytes=0-', 'bytes=-5', 'bytes=5-2', 'bytes=999999-', 'bytes=0-0', 'bytes=-0', 'bytes=0-99999999999999999999', 'bytes=-99999999999', 'bytes=0-1,2-3', 'bytes=', 'bytes=-', 'items=0-1', 'bytes=1e3-', 'bytes= 0-1')
+      .map((range) => ({ range })),
+  },
+  { weight: 1, arbitrary: printable(40).map((range) => ({ range })) },
+);
+
+const cookieHeader = fc.oneof(
+  { weight: 3, arbitrary: fc.constant({}) },
+  { weight: 2, arbitrary: fc.constantFrom('refresh_token=$REFRESH', 'refresh_token=garbage; refresh_token=$REFRESH', 'refresh_token=', 'refresh_token=%E0%A4%A').map((cookie) => ({ cookie })) },
+  { weight: 1, arbitrary: printable(100).map((cookie) => ({ cookie })) },
+);
+
+const signedHeaders = { 'webhook-id': 'msg_1', 'webhook-timestamp': '$NOW', 'webhook-signature': '$SIGN' };
+const providerWebhookHeaders = fc.oneof(
+  { weight: 5, arbitrary: fc.constantFrom(signedHeaders, { ...signedHeaders, 'webhook-signature': '$SIGN_AMONG_OTHERS' }) },
+  {
+    weight: 4,
+    // One header wrong.
+    arbitrary: fc.oneof(
+      fc.constantFrom('msg with space', '', 'x'.repeat(300)).map((id) => ({ ...signedHeaders, 'webhook-id': id })),
+      fc.constantFrom('$STALE', '$FUTURE', '0', '-1', '1e3', '9999999999999', '').map((ts) => ({ ...signedHeaders, 'webhook-timestamp': ts })),
+      fc.constantFrom('$SIGN_WRONG_SECRET', 'v1,AAAA', 'v1,', 'v1', 'v2,abc', ',', '', 'v1,!!!').map((sig) => ({ ...signedHeaders, 'webhook-signature': sig })),
+      fc.constantFrom('webhook-id', 'webhook-timestamp', 'webhook-signature').map((name) => Object.fromEntries(Object.entries(signedHeaders).filter(([k]) => k !== name))),
+    ),
+  },
+  { weight: 2, arbitrary: fc.record({ 'webhook-id': printable(40), 'webhook-timestamp': printable(20), 'webhook-signature': printable(120) }, { requiredKeys: [] }) },
+  { weight: 1, arbitrary: fc.constant({}) },
+);
+
+// The table ---------------------------------------------------------------------------------------
+
+const main = MAIN_CALLERS;
+const disposable = DISPOSABLE_CALLERS;
+
+export const DRIVERS: DriverTable = {
+  'GET /health': () => ({ callers: main, runs: 20, anonymousWeight: 10 }),
+  'GET /files/:a/:b/:c/:name': (world) => {
+    const keys = world.allResultKeys();
+    const split = (key: string) => {
+      const [a = '', b = '', c = '', ...rest] = key.split('/');
+      return { a, b, c, name: rest.join('/') };
+    };
+    const literal = (value: string, raw = false): ParamChoice => ({ kind: 'literal', value, raw });
+    const part = fc.oneof({ weight: 3, arbitrary: wordParam(['results', 'uploads', 'inputs', '2026', '11']) }, { weight: 1, arbitrary: fc.constantFrom(literal('..', true), literal('%2e%2e', true), literal('.', true)) });
+    return {
+      callers: main,
+      runs: 80,
+      anonymousWeight: 10,
+      params: fc.oneof(
+        { weight: 4, arbitrary: fc.nat().map((i) => { const k = split(keys[i % keys.length] ?? 'results/a/b/c'); return { a: literal(k.a), b: literal(k.b), c: literal(k.c), name: literal(k.name) }; }) },
+        {
+          weight: 2,
+          arbitrary: fc.tuple(fc.nat(), fc.constantFrom('uploads', 'inputs', 'RESULTS', '..'), fc.constantFrom('', '.bak', '%00.png', '/..')).map(([i, top, suffix]) => {
+            const k = split(keys[i % keys.length] ?? 'results/a/b/c');
+            return { a: literal(top, top === '..'), b: literal(k.b), c: literal(k.c), name: literal(`${k.name}${suffix}`, suffix !== '') };
+          }),
+        },
+        { weight: 3, arbitrary: fc.record({ a: part, b: part, c: part, name: part }) },
+      ),
+      headers: rangeHeader,
+    };
+  },
+
+  // Accounts and sessions
+  'POST /api/v2/auth/register': () => ({
+    callers: main,
+    runs: 40,
+    anonymousWeight: 10,
+    body: jsonBody(fc.record({ email: emailArb, password: fc.oneof(newPasswordArb, fc.constant('$PASSWORD')), name: fc.oneof(fc.string({ maxLength: 30 }), fc.constantFrom('x'.repeat(201), '   ')) }, { requiredKeys: ['email', 'password'] })),
+  }),
+  'POST /api/v2/auth/login': () => ({
+    callers: main,
+    runs: 50,
+    anonymousWeight: 10,
+    body: jsonBody(fc.record({ email: emailArb, password: passwordArb })),
+  }),
+  'POST /api/v2/auth/messenger': () => ({
+    callers: main,
+    runs: 60,
+    anonymousWeight: 10,
+    body: jsonBody(
+      fc.record(
+        {
+          id: fc.oneof(fc.integer({ min: 1, max: 2 ** 40 }), fc.constantFrom(0, -1, 2 ** 53, 1.5)),
+          first_name: fc.oneof(fc.string({ maxLength: 20 }), fc.constantFrom('x'.repeat(257))),
+          last_name: fc.string({ maxLength: 20 }),
+          username: fc.oneof(fc.stringMatching(/^[a-z0-9_]{1,20}$/), fc.constantFrom('x'.repeat(65))),
+          photo_url: fc.constantFrom('https://t.me/i/userpic/1.jpg', 'javascript:alert(1)', 'x'.repeat(2_049)),
+          auth_date: fc.constantFrom<unknown>('$NOW', '$NOW', '$NOW', 1, 0, 2 ** 40, '$NOW_STRING'),
+          hash: fc.constantFrom('$WIDGET_HASH', '$WIDGET_HASH', '$WIDGET_HASH', 'a'.repeat(64), 'zz', 'A'.repeat(64)),
+          extra_field: fc.oneof(fc.string({ maxLength: 10 }), fc.integer(), fc.boolean()),
+        },
+        { requiredKeys: ['id', 'first_name', 'auth_date', 'hash'] },
+      ),
+    ),
+  }),
+  'POST /api/v2/auth/identity-provider': () => ({
+    callers: main,
+    runs: 50,
+    anonymousWeight: 10,
+    body: jsonBody(
+      fc.oneof(
+        fc.record({ id_token: fc.oneof(fc.constantFrom('$ID_TOKEN', '$ID_TOKEN', '$FOREIGN_ID_TOKEN', '$OWN_ACCESS_TOKEN', 'a.b.c', 'eyJhbGciOiJub25lIn0.e30.', ''), printable(200)) }),
+        fc.record({
+          code: fc.oneof(fc.constantFrom('$OIDC_CODE', '$OIDC_CODE', 'used-or-unknown', ''), printable(50)),
+          redirect_uri: fc.constantFrom('https://app.example.test/auth/callback', 'not a url', 'javascript:alert(1)', `https://app.example.test/${'x'.repeat(2_100)}`),
+        }),
+      ),
+    ),
+  }),
+  'POST /api/v2/auth/refresh': () => ({
+    callers: disposable,
+    disposable: true,
+    runs: 40,
+    anonymousWeight: 10,
+    body: jsonBody(fc.record({ refresh_token: fc.oneof(fc.constantFrom('$REFRESH', '$REFRESH', '$OTHER_REFRESH_SHAPED', ''), printable(300)) }, { requiredKeys: [] })),
+    headers: cookieHeader,
+  }),
+  'POST /api/v2/auth/logout': () => ({
+    callers: disposable,
+    disposable: true,
+    runs: 40,
+    anonymousWeight: 6,
+    body: jsonBody(fc.record({ refresh_token: fc.oneof(fc.constantFrom('$REFRESH', 'garbage', ''), printable(300)) }, { requiredKeys: [] })),
+    headers: cookieHeader,
+  }),
+  'POST /api/v2/auth/forgot-password': () => ({
+    callers: disposable,
+    disposable: true,
+    runs: 30,
+    anonymousWeight: 10,
+    body: jsonBody(fc.record({ email: emailArb })),
+  }),
+  'POST /api/v2/auth/reset-password': () => ({
+    callers: disposable,
+    disposable: true,
+    runs: 30,
+    anonymousWeight: 10,
+    body: jsonBody(fc.record({ token: fc.oneof(fc.constantFrom('$RESET_TOKEN', '$RESET_TOKEN', 'garbage', ''), printable(300)), password: newPasswordArb })),
+  }),
+  'POST /api/v2/auth/change-password': () => ({
+    callers: disposable,
+    disposable: true,
+    runs: 30,
+    body: jsonBody(fc.record({ current_password: passwordArb, new_password: newPasswordArb })),
+  }),
+  'POST /api/v2/auth/link': () => ({
+    callers: disposable,
+    disposable: true,
+    runs: 40,
+    body: jsonBody(fc.record({ code: fc.oneof(fc.constantFrom('$LINK_CODE', '$LINK_CODE', 'ABCD-EFGH', 'abc', 'x'.repeat(33)), printable(40)) })),
+  }),
+  'GET /api/v2/auth/sessions': () => ({ callers: main, runs: 20 }),
+  'DELETE /api/v2/auth/sessions/:id': () => ({ callers: disposable, disposable: true, runs: 40, params: idOf('session') }),
+
+  'GET /api/v2/user/me': () => ({ callers: main, runs: 20 }),
+  'PATCH /api/v2/user/me': () => ({
+    callers: main,
+    runs: 50,
+    body: jsonBody(
+      fc.record(
+        {
+          name: fc.oneof(fc.string({ maxLength: 40 }), fc.constantFrom('', '   ', 'x'.repeat(201))),
+          avatar_url: fc.constantFrom<unknown>('https://example.test/a.png', null, 'javascript:alert(1)', 'ftp://example.test/a', `https://example.test/${'a'.repeat(2_100)}`, 'data:image/png;base64,AAAA'),
+        },
+        { requiredKeys: [] },
+      ),
+    ),
+  }),
+  'DELETE /api/v2/user/me': () => ({ callers: disposable, disposable: true, runs: 30 }),
+  'GET /api/v2/user/balance': () => ({ callers: main, runs: 20 }),
+  'GET /api/v2/user/settings': () => ({ callers: main, runs: 20 }),
+  'PATCH /api/v2/user/settings': () => ({
+    callers: main,
+    runs: 50,
+    body: jsonBody(
+      fc.record(
+        {
+          language: fc.constantFrom('en', 'ru', 'de', 'EN'),
+          image_format: fc.constantFrom('webp', 'png', 'jpeg', 'gif'),
+          notifications_enabled: fc.oneof(fc.boolean(), fc.constantFrom('true', 1)),
+          default_image_size: fc.constantFrom('1024x1024', '512x768', '99999x99999', '0x0', '1x1', 'axb', '1024x1024x3'),
+        },
+        { requiredKeys: [] },
+      ),
+    ),
+  }),
+
+  // History and the ledger
+  'GET /api/v2/user/history': () => ({
+    callers: main,
+    runs: 60,
+    query: {
+      ...pageQuery,
+      category: fc.constantFrom('text', 'image', 'video', 'tts', 'stt', 'music', 'tool', 'audio', 'nope'),
+      type: fc.constantFrom('text', 'audio', 'tool', 'Text'),
+      model_slug: slugValue,
+      model: slugValue,
+      status: fc.constantFrom('pending', 'completed', 'failed', 'cancelled'),
+      favorites_only: fc.constantFrom('true', 'false', '1', '0', 'yes'),
+    },
+  }),
+  'POST /api/v2/user/history/:id/favorite': () => ({ callers: main, runs: 40, params: idOf('generation'), body: noBody }),
+  'POST /api/v2/user/history/:id/rate': () => ({ callers: main, runs: 50, params: idOf('generation'), body: jsonBody(fc.record({ rating: ratingArb })) }),
+  'DELETE /api/v2/user/history/:id': () => ({ callers: main, runs: 40, params: idOf('generation') }),
+  'GET /api/v2/user/transactions': () => ({ callers: main, runs: 40, query: pageQuery }),
+
+  // API keys
+  'POST /api/v2/keys': () => ({
+    callers: main,
+    runs: 40,
+    body: jsonBody(fc.record({ name: fc.oneof(fc.string({ minLength: 1, maxLength: 30 }), fc.constantFrom('', '   ', 'x'.repeat(101))) })),
+  }),
+  'GET /api/v2/keys': () => ({ callers: main, runs: 20 }),
+  'DELETE /api/v2/keys/:id': () => ({ callers: main, runs: 40, params: idOf('key') }),
+
+  // The catalog (open)
+  'GET /api/v2/models': () => ({
+    callers: main,
+    runs: 40,
+    anonymousWeight: 10,
+    query: { category: fc.constantFrom('text', 'image', 'video', 'tts', 'stt', 'music', 'tool', 'audio', 'TEXT'), min_plan: fc.constantFrom('free', 'basic', 'pro', 'vip', 'elite', 'god', 'FREE') },
+  }),
+  'GET /api/v2/models/:slug': () => ({ callers: main, runs: 30, anonymousWeight: 10, params: fc.record({ slug: wordParam([...FIXTURE_SLUGS, 'upscale']) }) }),
+  'GET /api/v2/models/:slug/avg-time': () => ({ callers: main, runs: 30, anonymousWeight: 10, params: fc.record({ slug: wordParam(FIXTURE_SLUGS) }) }),
+  'POST /api/v2/models/:slug/calculate-price': () => ({
+    callers: main,
+    runs: 120,
+    anonymousWeight: 10,
+    params: fc.record({ slug: wordParam(FIXTURE_SLUGS) }),
+    body: jsonBody(generateShape),
+  }),
+
+  // Generations
+  'POST /api/v2/generate': () => ({ callers: main, runs: 450, body: jsonBody(generateShape), headers: idempotencyHeader }),
+  'GET /api/v2/generate/status/:id': () => ({ callers: main, runs: 50, params: idOf('generation') }),
+  'GET /api/v2/generate/:id': () => ({ callers: main, runs: 50, params: idOf('generation') }),
+  'POST /api/v2/generate/:id/cancel': () => ({ callers: main, runs: 50, params: idOf('generation') }),
+
+  // Multipart generations
+  'POST /api/v2/stt': () => ({
+    callers: main,
+    runs: 70,
+    body: multipart([['audio', 'wav']], { model: modelField(['fake-stt', 'fake-diarize']), language: ok(fc.constantFrom('en', ''), 'ru', 'xx'), diarize: ok(fc.constantFrom('false', '0', ''), 'true', '1', 'yes', 'maybe') }),
+  }),
+  'POST /api/v2/tools': () => ({
+    callers: main,
+    runs: 90,
+    body: multipart([['source_image', 'png'], ['target_image', 'png']], {
+      model: modelField(['fake-ocr', 'face-swap', 'inpaint', 'fake-upscale']),
+      scale: ok(fc.constantFrom('2', '4', ''), '3', 'x', '99999999999999999999'),
+      style: ok(fc.constant(''), 'oil-painting', 'sketch', 'nope'),
+      prompt: promptArb.filter((p) => p.length < 10_000),
+    }),
+  }),
+  'POST /api/v2/inpaint': () => ({
+    callers: main,
+    runs: 60,
+    body: multipart([['image', 'png'], ['mask', 'png']], { prompt: promptArb.filter((p) => p.length < 10_000), model: fc.constantFrom('inpaint', 'fake-ocr') }),
+  }),
+  'GET /api/v2/tools/:id': () => ({ callers: main, runs: 30, params: idOf('generation') }),
+  'GET /api/v2/inpaint/:id': () => ({ callers: main, runs: 30, params: idOf('generation') }),
+  'GET /api/v2/stt/:id': () => ({ callers: main, runs: 30, params: idOf('generation') }),
+
+  // Assistants
+  'GET /api/v2/assistants/marketplace': () => ({
+    callers: main,
+    runs: 40,
+    query: { ...pageQuery, search: fc.oneof(fc.constantFrom('poet', 'verse', '%', '_', "'", 'x'.repeat(101)), fc.string({ maxLength: 20 })), category: fc.constantFrom('writing', 'images', 'nope', '') },
+  }),
+  'POST /api/v2/assistants/marketplace/:id/install': () => ({ callers: main, runs: 40, params: fc.record({ id: wordParam(ASSISTANT_IDS) }) }),
+  'GET /api/v2/assistants': () => ({ callers: main, runs: 20 }),
+  'DELETE /api/v2/assistants/:id': () => ({ callers: main, runs: 40, params: fc.record({ id: wordParam(ASSISTANT_IDS) }) }),
+  'POST /api/v2/assistants/:id/rate': () => ({ callers: main, runs: 40, params: fc.record({ id: wordParam(ASSISTANT_IDS) }), body: jsonBody(fc.record({ rating: ratingArb })) }),
+
+  // Webhooks
+  'POST /api/v2/webhooks': () => ({
+    callers: main,
+    runs: 50,
+    body: jsonBody(fc.record({ url: fc.oneof({ weight: 3, arbitrary: fc.constantFrom('$SINK/hook', '$SINK/other') }, { weight: 2, arbitrary: urlArb }), events: eventsArb }, { requiredKeys: ['url'] })),
+  }),
+  'GET /api/v2/webhooks': () => ({ callers: main, runs: 20 }),
+  'DELETE /api/v2/webhooks/:id': () => ({ callers: main, runs: 30, params: idOf('webhook') }),
+  'GET /api/v2/webhooks/:id/deliveries': () => ({ callers: main, runs: 40, params: idOf('webhook'), query: pageQuery }),
+  'POST /api/v2/webhooks/:id/test': () => ({ callers: main, runs: 40, params: idOf('webhook') }),
+
+  // Schedules
+  'GET /api/v2/scheduled': () => ({ callers: main, runs: 20 }),
+  'POST /api/v2/scheduled': () => ({ callers: main, runs: 90, body: jsonBody(scheduleShape) }),
+  'GET /api/v2/scheduled/:id': () => ({ callers: main, runs: 30, params: idOf('schedule') }),
+  'PUT /api/v2/scheduled/:id': () => ({
+    callers: main,
+    runs: 70,
+    params: idOf('schedule'),
+    body: jsonBody(scheduleShape.chain((s: Record<string, unknown>) => fc.subarray(Object.keys(s)).map((keys) => Object.fromEntries(keys.map((k) => [k, s[k]]))))),
+  }),
+  'DELETE /api/v2/scheduled/:id': () => ({ callers: main, runs: 30, params: idOf('schedule') }),
+
+  // Provider webhooks: signed by the provider, not by a user; answered 4xx unless the signature is right
+  'POST /api/v2/providers/replicate/webhook': () => ({
+    callers: main,
+    runs: 80,
+    anonymousWeight: 20,
+    body: jsonBody(fc.record({ id: fc.oneof(fc.constantFrom('pred_1', ''), fc.string({ maxLength: 20 })), status: fc.constantFrom('succeeded', 'failed', 'processing'), output: fc.jsonValue({ maxDepth: 2 }) }, { requiredKeys: [] })),
+    headers: providerWebhookHeaders,
+  }),
+};
+
