@@ -26,6 +26,18 @@ function formidableStatus(error: unknown): number | undefined {
   return e.httpCode ?? e.status;
 }
 
+/** Formidable's codes for a form with too many parts (its other 413s are about sizes). */
+const TOO_MANY_FILES = 1015;
+const TOO_MANY_FIELDS = 1007;
+
+/** Which limit a 413 from formidable passed, in words that say how to fix the request. */
+function tooLarge(error: Error, maxFiles: number): string {
+  const code = (error as { code?: number }).code;
+  if (code === TOO_MANY_FILES) return `At most ${maxFiles} file${maxFiles === 1 ? '' : 's'} may be sent`;
+  if (code === TOO_MANY_FIELDS) return 'The form has too many fields';
+  return `Files may be at most ${MAX_UPLOAD_BYTES / 1024 / 1024} MB`;
+}
+
 export function multipartBody(maxFiles: number): Middleware<AppState, AppCustom> {
   const parse = koaBody({
     multipart: true,
@@ -44,7 +56,7 @@ export function multipartBody(maxFiles: number): Middleware<AppState, AppCustom>
     },
     onError: (error) => {
       const status = formidableStatus(error);
-      if (status === 413) throw new AppError('payload_too_large', { detail: `Files may be at most ${MAX_UPLOAD_BYTES / 1024 / 1024} MB` });
+      if (status === 413) throw new AppError('payload_too_large', { detail: tooLarge(error, maxFiles) });
       throw AppError.validation('(body)', /empty/i.test(error.message) ? 'the file is empty' : 'malformed multipart body');
     },
   });

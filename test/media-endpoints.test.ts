@@ -114,6 +114,20 @@ describe('POST /stt', () => {
     expect(await t.app.container.db.repo(Generation).countBy({ userId: user.id })).toBe(0);
   });
 
+  it('says which limit a 413 passed: the size of a file, or the number of files or fields', async () => {
+    const user = await registerUser(t.app);
+    const big = await t.app.http().post('/api/v2/stt').set(...auth(user)).field('model', 'fake-stt').attach('audio', Buffer.concat([wav, Buffer.alloc(26 * 1024 * 1024)]), 'x.wav');
+    expect(big.body).toEqual({ detail: 'Files may be at most 25 MB', code: 'payload_too_large' });
+    const twoFiles = await t.app.http().post('/api/v2/stt').set(...auth(user)).field('model', 'fake-stt').attach('audio', wav, 'a.wav').attach('other', wav, 'b.wav');
+    expect(twoFiles.status).toBe(413);
+    expect(twoFiles.body).toEqual({ detail: 'At most 1 file may be sent', code: 'payload_too_large' });
+    let form = t.app.http().post('/api/v2/stt').set(...auth(user)).field('model', 'fake-stt');
+    for (let i = 0; i < 25; i++) form = form.field(`extra${i}`, 'x');
+    const fields = await form.attach('audio', wav, 'a.wav');
+    expect(fields.status).toBe(413);
+    expect(fields.body).toEqual({ detail: 'The form has too many fields', code: 'payload_too_large' });
+  });
+
   it('needs a file, a known stt model, and multipart', async () => {
     const user = await registerUser(t.app);
     expect((await t.app.http().post('/api/v2/stt').set(...auth(user)).field('model', 'fake-stt')).status).toBe(422);
