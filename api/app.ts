@@ -20,6 +20,7 @@ import { scheduleRoutes } from './routes/schedules';
 import { userRoutes } from './routes/user';
 import { webhookRoutes } from './routes/webhooks';
 import { PROVIDER_WEBHOOKS_PREFIX, providerWebhookRoutes } from './routes/provider-webhooks';
+import { v1Routes } from './routes/v1';
 
 export const JSON_BODY_LIMIT = '1mb';
 
@@ -86,7 +87,7 @@ export function createApp(container: Container, options: AppOptions = {}): Koa<A
   });
 
   for (const middleware of options.extraRoutes ?? []) app.use(middleware);
-  const routers = [healthRoutes(), fileRoutes(), authRoutes(), userRoutes(), historyRoutes(), keyRoutes(), modelRoutes(), generateRoutes(), mediaRoutes(), assistantRoutes(), webhookRoutes(), scheduleRoutes(), providerWebhookRoutes()];
+  const routers = [healthRoutes(), fileRoutes(), authRoutes(), userRoutes(), historyRoutes(), keyRoutes(), modelRoutes(), generateRoutes(), mediaRoutes(), assistantRoutes(), webhookRoutes(), scheduleRoutes(), providerWebhookRoutes(), ...v1Routes()];
   for (const router of routers) {
     app.use(router.routes());
     // Not thrown: the router then sets the Allow header a 405 must carry; errorMiddleware writes the body.

@@ -1,5 +1,7 @@
-/** Request parsing shared by every route: JSON bodies, zod validation, ids. */
+/** Request parsing shared by every route: JSON bodies, zod validation, ids, generation options. */
+import crypto from 'node:crypto';
 import { z } from 'zod';
+import type { StartOptions } from '../shared/generation/types';
 import { AppError, FieldError } from '../shared/errors';
 import type { AppContext } from './context';
 
@@ -72,3 +74,15 @@ export const PasswordSchema = z
   .string()
   .min(8, 'must be at least 8 characters')
   .max(1024, 'must be at most 1024 characters');
+
+/**
+ * The options of a generation request over HTTP (both /api/v2 and /v1): its Idempotency-Key, and
+ * a hash of the body that tells a replay from a reused key.
+ */
+export function generationOptions(ctx: AppContext, body: unknown): StartOptions {
+  const key = ctx.get('idempotency-key').trim();
+  if (!key) return { source: 'api' };
+  if (key.length > 128 || !/^[\x21-\x7e]+$/.test(key)) throw AppError.validation('Idempotency-Key', 'must be 1–128 visible ASCII characters');
+  // Only a keyed request can be replayed, so only its body needs telling apart from another.
+  return { source: 'api', idempotencyKey: key, requestHash: crypto.createHash('sha256').update(JSON.stringify(body)).digest('hex') };
+}

@@ -51,7 +51,7 @@ function completed(price: number): CompletionSet {
 
 function failed(): FailureSet {
   const now = t.app.clock.now();
-  return { status: 'failed', error: 'x', tokensSpent: 0, leaseUntil: null, processingMs: 1, completedAt: now, updatedAt: now };
+  return { status: 'failed', error: 'x', resultMetadata: null, tokensSpent: 0, leaseUntil: null, processingMs: 1, completedAt: now, updatedAt: now };
 }
 
 const complete = (userId: number, id: number, price: number) => t.app.container.generationStore.complete({ id, userId, price }, completed(price), t.app.clock.now());

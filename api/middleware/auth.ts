@@ -9,8 +9,11 @@ import { AppError } from '../../shared/errors';
 import type { LimitSnapshot } from '../../shared/limits';
 import type { AppContext, Caller } from '../context';
 
+/** The credential: `Authorization: Bearer …`, or `x-api-key` as Anthropic's clients send it. */
 function bearerToken(ctx: AppContext): string {
   const header = ctx.get('authorization');
+  const apiKey = ctx.get('x-api-key').trim();
+  if (!header && apiKey) return apiKey;
   if (!header) throw new AppError('not_authenticated');
   const match = /^Bearer[ ]+([^\s]+)\s*$/i.exec(header);
   if (!match?.[1]) throw new AppError('not_authenticated');
@@ -69,8 +72,8 @@ export async function sessionOnly(ctx: AppContext, next: Next): Promise<void> {
   await next();
 }
 
-/** Like `requireAuth`, but an absent Authorization header is fine (the caller stays unset). */
+/** Like `requireAuth`, but no credential at all is fine (the caller stays unset). */
 export async function optionalAuth(ctx: AppContext, next: Next): Promise<void> {
-  if (ctx.get('authorization')) return requireAuth(ctx, next);
+  if (ctx.get('authorization') || ctx.get('x-api-key')) return requireAuth(ctx, next);
   await next();
 }

@@ -1,6 +1,6 @@
 /**
  * The one error middleware, first in the chain: an AppError becomes its catalogue status and
- * `{detail, code}` body; errors of the HTTP plumbing (body parser, router) map by status; a store
+ * body (`{detail, code}`, or the OpenAI or Anthropic shape on /v1: presenters/errors.ts); errors of the HTTP plumbing (body parser, router) map by status; a store
  * that is down is 503; any other error is a bug, answered 500 with an id. How each kind is logged
  * (refusals quietly, outages throttled, bugs with their stack): request-failure-log.ts.
  */
@@ -9,6 +9,7 @@ import type { Next } from 'koa';
 import { AppError, ErrorCode, errorCatalogue } from '../../shared/errors';
 import type { Logger } from '../../shared/log';
 import type { AppContext } from '../context';
+import { errorDialectOf, presentError } from '../presenters/errors';
 import { RequestFailureLog } from './request-failure-log';
 
 const plumbingByStatus: Record<number, ErrorCode> = {
@@ -79,16 +80,10 @@ export function errorMiddleware(log: Logger): (ctx: AppContext, next: Next) => P
       if (failure.kind === 'refusal') failures.refusal(failure.answer, request);
       else if (failure.kind === 'store_down') failures.storeDown(error, request);
       else failures.bug(error, request);
-      const answer = failure.answer;
+      const answer = presentError(errorDialectOf(ctx.path), failure.answer, ctx.state.requestId);
       ctx.status = answer.status;
       for (const [name, value] of Object.entries(answer.headers)) ctx.set(name, value);
-      ctx.body = {
-        detail: answer.detail,
-        code: answer.code,
-        ...(answer.errors ? { errors: answer.errors } : {}),
-        ...answer.extra,
-        ...(answer.status === 500 ? { error_id: ctx.state.requestId } : {}),
-      };
+      ctx.body = answer.body;
     }
   };
 }

@@ -1,13 +1,11 @@
 /** POST /generate and reading generations back: spec 4.1, 4.5, 6.2; decisions.md. */
-import crypto from 'node:crypto';
 import Router from '@koa/router';
 import { z } from 'zod';
-import { AppError } from '../../shared/errors';
 import { GenerateRequest, splitRequestBody } from '../../shared/generation/input';
 import { parseGenerationId } from '../../shared/generation/service';
 import type { StartOptions, StreamEnd } from '../../shared/generation/types';
 import { AppContext, AppCustom, AppState, callerOf } from '../context';
-import { parseBody } from '../http';
+import { generationOptions, parseBody } from '../http';
 import { requireAuth, setRateLimitHeaders } from '../middleware/auth';
 import {
   idShapeForCategory,
@@ -20,15 +18,6 @@ import {
 import { clientGone, EventStream, pipeEvents } from '../sse';
 
 const AnyObject = z.record(z.string(), z.unknown());
-
-/** The API's options of a generate request: its Idempotency-Key, and a hash telling its replays apart. */
-function startOptions(ctx: AppContext, body: Record<string, unknown>): StartOptions {
-  const key = ctx.get('idempotency-key').trim();
-  if (!key) return { source: 'api' };
-  if (key.length > 128 || !/^[\x21-\x7e]+$/.test(key)) throw AppError.validation('Idempotency-Key', 'must be 1–128 visible ASCII characters');
-  // Only a keyed request can be replayed, so only its body needs telling apart from another.
-  return { source: 'api', idempotencyKey: key, requestHash: crypto.createHash('sha256').update(JSON.stringify(body)).digest('hex') };
-}
 
 /** A streamed generation as the contract's events: generation_start, content_delta…, generation_end. */
 async function* streamEvents(start: StreamEnd, deltas: AsyncGenerator<string, StreamEnd>) {
@@ -59,7 +48,7 @@ export function generateRoutes(): Router<AppState, AppCustom> {
   router.post('/', async (ctx) => {
     const body = parseBody(ctx, AnyObject);
     const request = splitRequestBody(body);
-    const options = startOptions(ctx, body);
+    const options = generationOptions(ctx, body);
     if (request.stream === true) return stream(ctx, request, options);
     // A synchronous generation runs to its end even if the client goes away: it is charged only
     // when it completes, and its result stays in history.

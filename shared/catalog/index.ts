@@ -70,6 +70,8 @@ export interface ModelListing {
 
 export class Catalog {
   private readonly bySlug = new Map<string, CatalogModel>();
+  /** Models by their upstream's own model name (`gpt-4o-mini`), in catalog order. */
+  private readonly byUpstreamName = new Map<string, CatalogModel[]>();
   private readonly listings = new Map<string, ModelListing>();
 
   constructor(
@@ -85,6 +87,9 @@ export class Catalog {
         if (this.bySlug.has(key)) throw new Error(`catalog: slug or alias "${key}" is declared twice`);
         this.bySlug.set(key, model);
       }
+      for (const name of [model.upstreamModel, ...model.fallbacks.map((f) => f.upstreamModel)]) {
+        this.byUpstreamName.set(name, [...(this.byUpstreamName.get(name) ?? []), model]);
+      }
     }
   }
 
@@ -96,10 +101,15 @@ export class Catalog {
     );
   }
 
-  /** The offered model for a slug or alias, or undefined. */
+  /**
+   * The offered model for a slug or alias, or undefined. A name that is neither may be an
+   * upstream's own model name (`gpt-4o-mini`, as OpenAI clients send it): the first offered
+   * catalog model served by that name.
+   */
   find(slugOrAlias: string): CatalogModel | undefined {
     const model = this.bySlug.get(slugOrAlias);
-    return model && this.isOffered(model) ? model : undefined;
+    if (model) return this.isOffered(model) ? model : undefined;
+    return this.byUpstreamName.get(slugOrAlias)?.find((m) => this.isOffered(m));
   }
 
   listing(model: CatalogModel): ModelListing {

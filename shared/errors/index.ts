@@ -29,6 +29,14 @@ export const errorCatalogue = {
   wrong_password: { status: 422, detail: 'Current password is incorrect' },
   limit_reached: { status: 422, detail: 'Limit reached' },
   rate_limited: { status: 429, detail: 'Rate limit exceeded' },
+  // A generation that failed, as the OpenAI- and Anthropic-compatible endpoints answer it (they
+  // have no "failed" result to return, only an error); the detail is the generation's error.
+  generation_refused: { status: 400, detail: 'The request was refused under the content policy' },
+  upstream_rejected: { status: 400, detail: "The model's provider rejected the request" },
+  upstream_rate_limited: { status: 429, detail: "The model's provider is busy; try again shortly" },
+  generation_cancelled: { status: 409, detail: 'The generation was cancelled' },
+  upstream_unavailable: { status: 502, detail: "The model's provider is unavailable" },
+  upstream_timeout: { status: 504, detail: 'The model did not answer in time' },
   internal_error: { status: 500, detail: 'Internal server error' },
   feature_disabled: { status: 503, detail: 'This feature is not configured on this server' },
   service_unavailable: { status: 503, detail: 'Service unavailable' },

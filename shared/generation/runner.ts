@@ -17,7 +17,7 @@ import { textRequest } from './execute';
 import { BUSY_RETRY_MS, BUSY_TOO_LONG, busyAsRateLimited, JOB_SLOT_WAIT_MS, MAX_BUSY_WAIT_MS, ProviderBusyError, ProviderCalls } from './provider-calls';
 import { readInput } from './stored-input';
 import type { CompletionSet, FailureSet, GenerationStore } from './store';
-import type { DeferredRun, EndFacts, Ended, GenerationEndListener, InputFetcher, Outcome } from './types';
+import type { DeferredRun, EndFacts, Ended, FailureKind, GenerationEndListener, InputFetcher, Outcome } from './types';
 import { jobIds } from '../queue/job-ids';
 
 const UNKNOWN: EndFacts = { hasWebhooks: null };
@@ -154,13 +154,15 @@ export class GenerationRunner {
   }
 
   /** pending → failed, releasing the hold. Null when the row had already ended. */
-  async fail(generationId: number, message: string): Promise<Generation | null> {
+  async fail(generationId: number, failure: string | { message: string; kind: FailureKind }): Promise<Generation | null> {
+    const { message, kind } = typeof failure === 'string' ? { message: failure, kind: 'internal' as const } : failure;
     const row = await this.store.find(generationId);
     if (!row || row.status !== 'pending') return null;
     const now = this.clock();
     const set: FailureSet = {
       status: 'failed',
       error: message.slice(0, 1000),
+      resultMetadata: JSON.stringify({ failure: kind }),
       tokensSpent: 0,
       leaseUntil: null,
       processingMs: Math.max(0, now.getTime() - row.createdAt.getTime()),
@@ -212,7 +214,7 @@ export class GenerationRunner {
           }
           if (!combined.aborted) continue;
         }
-        const failed = await this.fail(generation.id, failureMessage(error, combined));
+        const failed = await this.fail(generation.id, failureOf(error, combined));
         if (!(error instanceof ProviderError) && !combined.aborted) this.log.error({ err: error, generationId: generation.id }, 'generation failed');
         return { generation: failed ?? (await this.reload(generation.id)), balance: null };
       }
@@ -262,7 +264,7 @@ export class GenerationRunner {
         seed: null,
       });
     } catch (error) {
-      await this.fail(generation.id, failureMessage(error, combined));
+      await this.fail(generation.id, failureOf(error, combined));
       if (!(error instanceof ProviderError) && !combined.aborted) this.log.error({ err: error, generationId: generation.id }, 'stream failed');
     } finally {
       run.done();
@@ -284,7 +286,7 @@ export class GenerationRunner {
     const attempt = generation.attempts;
     const model = this.modelOf(generation);
     if (!model) {
-      await this.fail(generationId, 'This model is no longer offered');
+      await this.fail(generationId, { message: 'This model is no longer offered', kind: 'unavailable' });
       return null;
     }
     const run = this.runSignal(generationId, model.timeoutSeconds * 1000, context.signal);
@@ -307,7 +309,7 @@ export class GenerationRunner {
     } catch (error) {
       const waitedMs = this.clock().getTime() - generation.createdAt.getTime();
       if (error instanceof ProviderBusyError && waitedMs > MAX_BUSY_WAIT_MS) {
-        await this.fail(generationId, BUSY_TOO_LONG);
+        await this.fail(generationId, { message: BUSY_TOO_LONG, kind: 'unavailable' });
         return null;
       }
       if (error instanceof ProviderBusyError && !(await this.isEnded(generationId))) {
@@ -326,7 +328,7 @@ export class GenerationRunner {
         await this.store.letGoOfLease(generationId, attempt);
         throw error;
       }
-      await this.fail(generationId, failureMessage(error, signal));
+      await this.fail(generationId, failureOf(error, signal));
       if (!(error instanceof ProviderError)) this.log.error({ err: error, generationId }, 'generation job failed');
       return null;
     } finally {
@@ -399,8 +401,9 @@ export class GenerationRunner {
   }
 }
 
-export function failureMessage(error: unknown, signal?: AbortSignal): string {
-  if (error instanceof ProviderError) return error.message;
-  if (signal?.aborted) return 'The model did not answer in time';
-  return 'Internal error while generating';
+/** Why a generation failed and what it says, for its row (`error`, and `result_metadata.failure`). */
+export function failureOf(error: unknown, signal?: AbortSignal): { message: string; kind: FailureKind } {
+  if (error instanceof ProviderError) return { message: error.message, kind: error.kind };
+  if (signal?.aborted) return { message: 'The model did not answer in time', kind: 'timeout' };
+  return { message: 'Internal error while generating', kind: 'internal' };
 }

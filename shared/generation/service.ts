@@ -119,7 +119,7 @@ export class Generations {
    * (Idempotency-Key) returns that generation as it stands and charges nothing again.
    */
   async start(caller: GenerationCaller, request: GenerateRequest, options: StartOptions): Promise<Started> {
-    const accepted = await this.accept(caller, await this.resolve(caller.user.id, request), options);
+    const accepted = await this.accept(caller, await this.resolve(caller.user.id, request, options), options);
     const started: Started = { ...accepted, balance: tokenBalance(caller.user) };
     const { generation, model } = accepted;
     const background = options.runIn === 'background';
@@ -147,7 +147,7 @@ export class Generations {
    * stops and nothing is charged). No deltas for a replay or a request refused at once.
    */
   async stream(caller: GenerationCaller, request: GenerateRequest, options: StartOptions, signal: AbortSignal): Promise<Streamed> {
-    const resolved = await this.resolve(caller.user.id, request);
+    const resolved = await this.resolve(caller.user.id, request, options);
     if (resolved.model.category !== 'text' || !resolved.model.supportsStreaming) throw AppError.validation('stream', 'this model does not stream');
     const accepted = await this.accept(caller, resolved, options);
     const balance = tokenBalance(caller.user);
@@ -169,7 +169,7 @@ export class Generations {
   /** A pending generation becomes failed ("Cancelled") with its hold released; others stay as they are. */
   async cancel(userId: number, id: number): Promise<StreamEnd> {
     const generation = await this.get(userId, id);
-    if (generation.status === 'pending' && (await this.deps.runner.fail(id, CANCELLED))) {
+    if (generation.status === 'pending' && (await this.deps.runner.fail(id, { message: CANCELLED, kind: 'cancelled' }))) {
       this.deps.log.info({ generationId: id }, 'generation cancelled');
     }
     return this.poll(userId, id);
@@ -207,12 +207,14 @@ export class Generations {
   }
 
   /** Applies the request's assistant (which the caller must have installed: 404 otherwise) and finds its model. */
-  private async resolve(userId: number, original: GenerateRequest): Promise<Resolved> {
+  private async resolve(userId: number, original: GenerateRequest, options: Pick<StartOptions, 'category'>): Promise<Resolved> {
     const request =
       original.assistant_id && !original.assistant
         ? applyAssistant(original, await this.deps.assistants.requireInstalled(userId, original.assistant_id))
         : original;
-    return { request, model: this.model(request.model) };
+    const model = this.model(request.model);
+    if (options.category && model.category !== options.category) throw AppError.validation('model', `must be a ${options.category} model`);
+    return { request, model };
   }
 
   private violatesPolicy(texts: string[]): boolean {
@@ -300,7 +302,7 @@ export class Generations {
     }
     row.id = held.id;
     let generation: Generation = row;
-    if (this.violatesPolicy(userTexts(input))) generation = (await runner.fail(generation.id, CONTENT_POLICY_ERROR)) ?? generation;
+    if (this.violatesPolicy(userTexts(input))) generation = (await runner.fail(generation.id, { message: CONTENT_POLICY_ERROR, kind: 'content_policy' })) ?? generation;
     return { generation, model, replay: false, limits: limit.snapshot };
   }
 }

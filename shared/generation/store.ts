@@ -31,7 +31,7 @@ export const COMPLETION_FIELDS = [
 export type CompletionSet = Pick<Generation, (typeof COMPLETION_FIELDS)[number]>;
 
 /** What failing writes on the row. */
-export const FAILURE_FIELDS = ['status', 'error', 'tokensSpent', 'leaseUntil', 'processingMs', 'completedAt', 'updatedAt'] as const satisfies ReadonlyArray<keyof Generation>;
+export const FAILURE_FIELDS = ['status', 'error', 'resultMetadata', 'tokensSpent', 'leaseUntil', 'processingMs', 'completedAt', 'updatedAt'] as const satisfies ReadonlyArray<keyof Generation>;
 export type FailureSet = Pick<Generation, (typeof FAILURE_FIELDS)[number]>;
 
 /** What a new generation is made of; everything else starts empty (`pendingGeneration`). */

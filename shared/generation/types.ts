@@ -1,9 +1,9 @@
 /** What the generation domain's parts and its callers share (here, so they need not import each other). */
-import type { CatalogModel } from '../catalog/types';
+import type { CatalogModel, Category } from '../catalog/types';
 import type { Generation, GenerationSource, User } from '../db/entities';
 import type { LimitSnapshot } from '../limits';
 import type { Plan } from '../plans';
-import type { FileOutput, Usage } from '../providers/types';
+import type { FileOutput, ProviderErrorKind, Usage } from '../providers/types';
 
 /** Who asks: the account and the plan in force. */
 export interface GenerationCaller {
@@ -19,6 +19,8 @@ export interface StartOptions {
   /** SHA-256 of the request, to tell a replay from a reused key. */
   requestHash?: string;
   source: GenerationSource;
+  /** The category the caller serves (a chat endpoint takes text models only): another is 422 on `model`. */
+  category?: Category;
   scheduleId?: number | null;
   /** Aborts a run in the call (the client went away). */
   signal?: AbortSignal;
@@ -64,6 +66,12 @@ export interface Ended {
   generation: Generation;
   balance: number | null;
 }
+
+/**
+ * Why a generation failed, kept with it (`result_metadata.failure`): the provider's own kinds,
+ * the content policy, a cancel, a run cut short by a restart, or a fault of ours.
+ */
+export type FailureKind = ProviderErrorKind | 'content_policy' | 'cancelled' | 'interrupted' | 'internal';
 
 /** What a provider call produced, before it is stored. */
 export interface Outcome {

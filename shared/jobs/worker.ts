@@ -20,7 +20,7 @@ export async function sweepPending(container: Container, options: { lapsedOnly?:
   const { runner, queue, log } = container;
   const { requeue, abandoned } = await runner.recoverable({ unclaimed: !options.lapsedOnly });
   for (const id of requeue) await queue.enqueue('generation.run', { generationId: id }, { jobId: jobIds.generationRun(id) });
-  for (const id of abandoned) await runner.fail(id, 'Interrupted: the service restarted while generating');
+  for (const id of abandoned) await runner.fail(id, { message: 'Interrupted: the service restarted while generating', kind: 'interrupted' });
   if (options.lapsedOnly) return { requeued: requeue.length, abandoned: abandoned.length };
   for (const id of await container.webhooks.due()) {
     const row = await container.webhooks.attemptsOf(id);

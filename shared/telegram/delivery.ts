@@ -132,7 +132,7 @@ export class TelegramDelivery {
     const texts = textsFor(delivery.language);
     if ((await this.chats.load(delivery.chatId)).blocked) {
       // Nobody can read it: do not run (or charge) it.
-      if (generation.status === 'pending') await runner.fail(generationId, 'The chat cannot be reached');
+      if (generation.status === 'pending') await runner.fail(generationId, { message: 'The chat cannot be reached', kind: 'cancelled' });
       await this.deliveries.finish(generationId, 'blocked');
       return;
     }
@@ -140,7 +140,7 @@ export class TelegramDelivery {
     if (generation.status === 'pending') {
       const model = runner.modelOf(generation);
       if (!model) {
-        generation = (await runner.fail(generationId, 'This model is no longer offered')) ?? (await this.reload(generationId)) ?? generation;
+        generation = (await runner.fail(generationId, { message: 'This model is no longer offered', kind: 'unavailable' })) ?? (await this.reload(generationId)) ?? generation;
       } else if (model.supportsStreaming) {
         const stream = runner.streamText(generation, model, job.signal);
         let text = '';

@@ -66,6 +66,28 @@ const SLUG_GARBAGE = ['nope', 'demo-text', 'FAKE-TEXT', 'fake-text ', 'fake_text
 const slugValue = fc.oneof({ weight: 6, arbitrary: fc.constantFrom(...FIXTURE_SLUGS) }, { weight: 1, arbitrary: fc.constantFrom(...SLUG_GARBAGE) });
 const ASSISTANT_IDS = ['poet', 'painter', 'critic', 'ghost'];
 
+const chatMessageArb = fc.oneof(
+  { weight: 6, arbitrary: fc.record({ role: fc.constantFrom('user', 'system', 'developer', 'assistant'), content: fc.oneof(fc.constantFrom('Hello?', 'Tell me about the sea'), fc.string({ maxLength: 40 })) }) },
+  { weight: 1, arbitrary: fc.record({ role: fc.constantFrom('user', 'tool', 'function', 'robot', ''), content: fc.oneof(fc.constant(null), fc.integer(), fc.array(fc.record({ type: fc.constantFrom('text', 'image_url', 'input_audio'), text: fc.string({ maxLength: 10 }) }), { maxLength: 3 })) }) },
+);
+
+/** Chat Completions requests: valid shapes with their fields now and then wrong. */
+const chatCompletionShape = fc.record(
+  {
+    model: fc.oneof({ weight: 8, arbitrary: fc.constantFrom('fake-text', 'fake-chat', 'fake-vision') }, { weight: 1, arbitrary: fc.constantFrom('fake-image', 'nope', 'fake-premium', 'fake-expensive', '') }),
+    messages: fc.oneof({ weight: 8, arbitrary: fc.array(chatMessageArb, { minLength: 1, maxLength: 4 }) }, { weight: 1, arbitrary: fc.constantFrom([], null, 'hi', [{}]) }),
+    temperature: fc.oneof(fc.double({ min: 0, max: 2, noNaN: true }), fc.constantFrom(-1, 3, '0.5', null)),
+    max_tokens: fc.oneof(fc.integer({ min: 1, max: 100 }), fc.constantFrom(0, -5, 1.5, 'ten', null)),
+    max_completion_tokens: fc.oneof(fc.integer({ min: 1, max: 100 }), fc.constantFrom(0, null)),
+    n: fc.constantFrom(1, 2, 0, null, 'one'),
+    stream: fc.constantFrom(false, 'yes', null),
+    stream_options: fc.constantFrom({ include_usage: true }, { include_usage: 'no' }, null, 'x'),
+    top_p: fc.double({ noNaN: true }),
+    user: fc.string({ maxLength: 20 }),
+  },
+  { requiredKeys: [] },
+);
+
 /** Mostly `good` values, now and then one of the edge ones (so that most valid shapes are accepted). */
 function ok<T>(good: fc.Arbitrary<T>, ...edge: T[]): fc.Arbitrary<T> {
   return edge.length === 0 ? good : fc.oneof({ weight: 12, arbitrary: good }, { weight: 1, arbitrary: fc.constantFrom(...edge) });
@@ -640,6 +662,11 @@ export const DRIVERS: DriverTable = {
     body: jsonBody(scheduleShape.chain((s: Record<string, unknown>) => fc.subarray(Object.keys(s)).map((keys) => Object.fromEntries(keys.map((k) => [k, s[k]]))))),
   }),
   'DELETE /api/v2/scheduled/:id': () => ({ callers: main, runs: 30, params: idOf('schedule') }),
+
+  // The OpenAI-compatible front door (/v1): OpenAI's shapes, errors in OpenAI's shape
+  'GET /v1/models': () => ({ callers: main, runs: 20 }),
+  'GET /v1/models/:id': () => ({ callers: main, runs: 30, params: fc.record({ id: wordParam([...FIXTURE_SLUGS, 'fake-chat']) }) }),
+  'POST /v1/chat/completions': () => ({ callers: main, runs: 250, body: jsonBody(chatCompletionShape), headers: idempotencyHeader }),
 
   // Provider webhooks: signed by the provider, not by a user; answered 4xx unless the signature is right
   'POST /api/v2/providers/replicate/webhook': () => ({

@@ -7,6 +7,7 @@
  *   generations exactly as they were;
  * - another user's id never gets a 2xx.
  */
+import { errorDialectOf } from '../../../api/presenters/errors';
 import zlib from 'node:zlib';
 import fc from 'fast-check';
 import type { Response } from 'supertest';
@@ -341,7 +342,16 @@ export function answerViolations(request: BuiltRequest, res: Response, moneyBefo
   if (res.status >= 400 && request.method !== 'HEAD') {
     const body: unknown = res.body;
     if (!/^application\/json/.test(String(res.headers['content-type'] ?? ''))) problems.push(`a ${res.status} that is not JSON (content-type ${String(res.headers['content-type'])})`);
-    if (!isRecord(body) || typeof body.detail !== 'string' || body.detail === '' || typeof body.code !== 'string') {
+    const dialect = errorDialectOf(new URL(request.url, 'http://x').pathname);
+    if (dialect === 'openai') {
+      const error = isRecord(body) && isRecord(body.error) ? body.error : null;
+      if (!error || typeof error.message !== 'string' || error.message === '' || typeof error.type !== 'string' || !('param' in error) || typeof error.code !== 'string') {
+        problems.push(`a ${res.status} without OpenAI's {error: {message, type, param, code}}`);
+      }
+    } else if (dialect === 'anthropic') {
+      const error = isRecord(body) && body.type === 'error' && isRecord(body.error) ? body.error : null;
+      if (!error || typeof error.message !== 'string' || typeof error.type !== 'string') problems.push(`a ${res.status} without Anthropic's {type: "error", error: {type, message}}`);
+    } else if (!isRecord(body) || typeof body.detail !== 'string' || body.detail === '' || typeof body.code !== 'string') {
       problems.push(`a ${res.status} without the catalogue's {detail, code}`);
     } else if (!(body.code in errorCatalogue)) {
       problems.push(`a ${res.status} with a code outside the catalogue: ${body.code}`);

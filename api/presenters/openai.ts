@@ -1,0 +1,86 @@
+/**
+ * Our generations in OpenAI's wire shapes (/v1): the model list, a chat completion and its
+ * stream chunks, and a failed generation as the error OpenAI's clients expect instead of a
+ * result. Ids are ours with OpenAI's prefixes (`chatcmpl-<id>`); the model is named as asked.
+ */
+import type { ModelListing } from '../../shared/catalog';
+import type { Generation } from '../../shared/db/entities';
+import { AppError, ErrorCode } from '../../shared/errors';
+import type { FailureKind } from '../../shared/generation/types';
+import type { Usage } from '../../shared/providers/types';
+
+/** When the catalog was loaded: what /v1/models gives as every model's `created`. */
+const LISTED_AT = Math.floor(Date.now() / 1000);
+
+export function presentOpenAIModel(listing: ModelListing) {
+  return { id: listing.model.slug, object: 'model', created: LISTED_AT, owned_by: listing.model.provider };
+}
+
+export function presentOpenAIModels(listings: ModelListing[]) {
+  return { object: 'list', data: listings.map(presentOpenAIModel) };
+}
+
+function parseJson(text: string | null): Record<string, unknown> | null {
+  if (!text) return null;
+  try {
+    return JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    return null;
+  }
+}
+
+const seconds = (date: Date): number => Math.floor(date.getTime() / 1000);
+
+export function usageOf(generation: Generation): Usage {
+  const usage = parseJson(generation.usage);
+  const prompt = Number(usage?.prompt_tokens ?? 0);
+  const completion = Number(usage?.completion_tokens ?? 0);
+  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: Number(usage?.total_tokens ?? prompt + completion) };
+}
+
+export function chatCompletionId(generation: Pick<Generation, 'id'>): string {
+  return `chatcmpl-${generation.id}`;
+}
+
+export function presentChatCompletion(generation: Generation, model: string) {
+  return {
+    id: chatCompletionId(generation),
+    object: 'chat.completion',
+    created: seconds(generation.createdAt),
+    model,
+    choices: [{ index: 0, message: { role: 'assistant', content: generation.resultText ?? '', refusal: null }, logprobs: null, finish_reason: 'stop' }],
+    usage: usageOf(generation),
+    system_fingerprint: null,
+  };
+}
+
+/** One chunk of a streamed chat completion: a delta, the end (`finish_reason`), or the usage (no choices). */
+export function presentChatChunk(generation: Generation, model: string, part: { delta?: { role?: 'assistant'; content?: string }; finish?: 'stop'; usage?: Usage }) {
+  return {
+    id: chatCompletionId(generation),
+    object: 'chat.completion.chunk',
+    created: seconds(generation.createdAt),
+    model,
+    system_fingerprint: null,
+    choices: part.usage ? [] : [{ index: 0, delta: part.delta ?? {}, logprobs: null, finish_reason: part.finish ?? null }],
+    ...(part.usage ? { usage: part.usage } : {}),
+  };
+}
+
+const FAILURE_CODES: Record<FailureKind, ErrorCode> = {
+  refused: 'generation_refused',
+  content_policy: 'generation_refused',
+  bad_request: 'upstream_rejected',
+  rate_limited: 'upstream_rate_limited',
+  unavailable: 'upstream_unavailable',
+  timeout: 'upstream_timeout',
+  cancelled: 'generation_cancelled',
+  interrupted: 'upstream_unavailable',
+  internal: 'internal_error',
+};
+
+/** A failed generation as the error the protocols answer with (their clients expect no "failed" result). */
+export function failedGenerationError(generation: Generation): AppError {
+  const kind = (parseJson(generation.resultMetadata)?.failure ?? 'internal') as FailureKind;
+  return new AppError(FAILURE_CODES[kind] ?? 'internal_error', { detail: generation.error ?? undefined });
+}

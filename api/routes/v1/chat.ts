@@ -1,0 +1,94 @@
+/**
+ * POST /v1/chat/completions: OpenAI's Chat Completions over our generations. The request becomes
+ * a text generation like any other (plan gate, limits and their headers, hold and capture, history,
+ * ledger, Idempotency-Key, content policy, webhooks); the answer is a chat completion, or with
+ * `stream: true` OpenAI's server-sent chunks ending in `data: [DONE]`, billed exactly like our
+ * own streams (a client that goes away is not charged).
+ */
+import Router from '@koa/router';
+import { z } from 'zod';
+import type { GenerateRequest } from '../../../shared/generation/input';
+import type { StreamEnd } from '../../../shared/generation/types';
+import { AppContext, AppCustom, AppState, callerOf } from '../../context';
+import { generationOptions, parseBody } from '../../http';
+import { requireAuth, setRateLimitHeaders } from '../../middleware/auth';
+import { presentError } from '../../presenters/errors';
+import { failedGenerationError, presentChatChunk, presentChatCompletion, usageOf } from '../../presenters/openai';
+import { clientGone, EventStream, pipeEvents } from '../../sse';
+
+const Message = z.looseObject({ role: z.string() });
+
+/** What we read of a Chat Completions request; fields we do not use (top_p, user, …) are accepted and ignored. */
+const ChatBody = z.looseObject({
+  model: z.string().min(1, 'is required').max(200),
+  messages: z.array(Message).min(1, 'must not be empty').max(1000),
+  temperature: z.number().min(0).max(2).nullish(),
+  max_tokens: z.number().int().min(1).nullish(),
+  max_completion_tokens: z.number().int().min(1).nullish(),
+  n: z.literal(1, { message: 'only 1 choice is supported' }).nullish(),
+  stream: z.boolean().nullish(),
+  stream_options: z.looseObject({ include_usage: z.boolean().optional() }).nullish(),
+});
+type ChatBody = z.infer<typeof ChatBody>;
+
+/** OpenAI's roles in ours: a `developer` message is what older models call a system message. */
+function messagesOf(body: ChatBody): unknown[] {
+  return body.messages.map((message) => (message.role === 'developer' ? { ...message, role: 'system' } : message));
+}
+
+function generateRequest(body: ChatBody): GenerateRequest {
+  const maxTokens = body.max_completion_tokens ?? body.max_tokens ?? undefined;
+  const params: Record<string, unknown> = {};
+  if (body.temperature !== null && body.temperature !== undefined) params.temperature = body.temperature;
+  if (maxTokens !== undefined) params.max_tokens = maxTokens;
+  return { model: body.model, messages: messagesOf(body), params, topLevel: {}, stream: body.stream === true };
+}
+
+async function* chunks(ctx: AppContext, body: ChatBody, first: StreamEnd, deltas: AsyncGenerator<string, StreamEnd>) {
+  const { generation } = first;
+  yield { event: null, data: presentChatChunk(generation, body.model, { delta: { role: 'assistant', content: '' } }) };
+  let next = await deltas.next();
+  while (!next.done) {
+    yield { event: null, data: presentChatChunk(generation, body.model, { delta: { content: next.value } }) };
+    next = await deltas.next();
+  }
+  const ended = next.value.generation;
+  if (ended.status !== 'completed') {
+    // A stream cannot change its status any more: OpenAI's clients read an `error` chunk as the failure.
+    yield { event: null, data: presentError('openai', failedGenerationError(ended), ctx.state.requestId).body };
+    return;
+  }
+  yield { event: null, data: presentChatChunk(ended, body.model, { finish: 'stop' }) };
+  if (body.stream_options?.include_usage) yield { event: null, data: presentChatChunk(ended, body.model, { usage: usageOf(ended) }) };
+  yield { event: null, data: '[DONE]' };
+}
+
+export function v1ChatRoutes(): Router<AppState, AppCustom> {
+  const router = new Router<AppState, AppCustom>({ prefix: '/v1/chat' });
+  router.use(requireAuth);
+
+  router.post('/completions', async (ctx) => {
+    const body = parseBody(ctx, ChatBody);
+    const request = generateRequest(body);
+    const options = { ...generationOptions(ctx, body), category: 'text' as const };
+    const { generations } = ctx.container;
+    if (request.stream) {
+      const streamed = await generations.stream(callerOf(ctx), request, options, clientGone(ctx));
+      if (streamed.limits) setRateLimitHeaders(ctx, streamed.limits);
+      if (!streamed.deltas) {
+        // A replay, or refused at once (the content policy): there is nothing to stream.
+        if (streamed.generation.status === 'failed') throw failedGenerationError(streamed.generation);
+        ctx.body = presentChatCompletion(streamed.generation, body.model);
+        return;
+      }
+      pipeEvents(new EventStream(ctx), chunks(ctx, body, streamed, streamed.deltas), (error) => ctx.container.log.error({ err: error }, 'stream writer failed'));
+      return;
+    }
+    const started = await generations.start(callerOf(ctx), request, options);
+    if (started.limits) setRateLimitHeaders(ctx, started.limits);
+    if (started.generation.status === 'failed') throw failedGenerationError(started.generation);
+    ctx.body = presentChatCompletion(started.generation, body.model);
+  });
+
+  return router;
+}

@@ -1,0 +1,13 @@
+/**
+ * The OpenAI- (and Anthropic-) compatible front door under /v1: the same accounts, keys, plans,
+ * limits, holds, ledger and history as /api/v2, through the same generation entry points. Errors
+ * here take the protocols' shapes (presenters/errors.ts).
+ */
+import type Router from '@koa/router';
+import type { AppCustom, AppState } from '../../context';
+import { v1ChatRoutes } from './chat';
+import { v1ModelRoutes } from './models';
+
+export function v1Routes(): Array<Router<AppState, AppCustom>> {
+  return [v1ModelRoutes(), v1ChatRoutes()];
+}
