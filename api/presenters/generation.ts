@@ -22,7 +22,8 @@ export function fileUrl(publicBaseUrl: string, key: string | null): string | nul
   return key ? `${publicBaseUrl}/files/${key}` : null;
 }
 
-function parseJson(text: string | null): Record<string, unknown> | null {
+/** A JSON column (metadata, usage) as an object; null when empty or not JSON. */
+export function parseJson(text: string | null): Record<string, unknown> | null {
   if (!text) return null;
   try {
     return JSON.parse(text) as Record<string, unknown>;

@@ -8,6 +8,7 @@ import type { Generation } from '../../shared/db/entities';
 import { AppError, ErrorCode } from '../../shared/errors';
 import type { FailureKind } from '../../shared/generation/types';
 import type { Usage } from '../../shared/providers/types';
+import { parseJson } from './generation';
 
 /** When the catalog was loaded: what /v1/models gives as every model's `created`. */
 const LISTED_AT = Math.floor(Date.now() / 1000);
@@ -18,15 +19,6 @@ export function presentOpenAIModel(listing: ModelListing) {
 
 export function presentOpenAIModels(listings: ModelListing[]) {
   return { object: 'list', data: listings.map(presentOpenAIModel) };
-}
-
-function parseJson(text: string | null): Record<string, unknown> | null {
-  if (!text) return null;
-  try {
-    return JSON.parse(text) as Record<string, unknown>;
-  } catch {
-    return null;
-  }
 }
 
 const seconds = (date: Date): number => Math.floor(date.getTime() / 1000);

@@ -8,7 +8,7 @@
  * - another user's id never gets a 2xx.
  */
 import { errorDialectOf } from '../../../api/presenters/errors';
-import zlib from 'node:zlib';
+import { bombPng } from '../bomb-png';
 import fc from 'fast-check';
 import type { Response } from 'supertest';
 import type TestAgent from 'supertest/lib/agent';
@@ -37,34 +37,6 @@ export function caseArb(driver: RouteDriver, route: RouteEntry, routedMethods: s
 }
 
 // Samples for uploads -----------------------------------------------------------------------------
-
-function crc32(bytes: Buffer): number {
-  let crc = ~0;
-  for (const byte of bytes) {
-    crc ^= byte;
-    for (let k = 0; k < 8; k++) crc = (crc >>> 1) ^ (0xedb88320 & -(crc & 1));
-  }
-  return ~crc >>> 0;
-}
-
-function pngChunk(type: string, data: Buffer): Buffer {
-  const length = Buffer.alloc(4);
-  length.writeUInt32BE(data.length);
-  const body = Buffer.concat([Buffer.from(type), data]);
-  const crc = Buffer.alloc(4);
-  crc.writeUInt32BE(crc32(body));
-  return Buffer.concat([length, body, crc]);
-}
-
-/** A valid PNG header claiming 20000×20000 pixels with almost no data. */
-function bombPng(): Buffer {
-  const ihdr = Buffer.alloc(13);
-  ihdr.writeUInt32BE(20_000, 0);
-  ihdr.writeUInt32BE(20_000, 4);
-  ihdr[8] = 8;
-  ihdr[9] = 2;
-  return Buffer.concat([PNG_8.subarray(0, 8), pngChunk('IHDR', ihdr), pngChunk('IDAT', zlib.deflateSync(Buffer.alloc(10))), pngChunk('IEND', Buffer.alloc(0))]);
-}
 
 export const SAMPLES: Record<SampleName, Buffer> = {
   png: PNG_8,
