@@ -80,7 +80,7 @@ export function errorMiddleware(log: Logger): (ctx: AppContext, next: Next) => P
       if (failure.kind === 'refusal') failures.refusal(failure.answer, request);
       else if (failure.kind === 'store_down') failures.storeDown(error, request);
       else failures.bug(error, request);
-      const answer = presentError(errorDialectOf(ctx.path), failure.answer, ctx.state.requestId);
+      const answer = presentError(errorDialectOf(ctx.path, ctx.get('anthropic-version')), failure.answer, ctx.state.requestId);
       ctx.status = answer.status;
       for (const [name, value] of Object.entries(answer.headers)) ctx.set(name, value);
       ctx.body = answer.body;

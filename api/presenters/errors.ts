@@ -1,17 +1,21 @@
 /**
  * Error bodies in the dialect of the path: our `{detail, code}` on /api/v2, OpenAI's
  * `{error: {message, type, param, code}}` on /v1, Anthropic's `{type: "error", error: {type,
- * message}}` on /v1/messages. The statuses follow what each protocol's clients act on: a bad
- * field is 400 there (not 422), and an empty balance is OpenAI's `insufficient_quota` 429 with
- * `x-should-retry: false` (its SDKs honour that header) and Anthropic's 402 `billing_error`.
+ * message}}` on /v1/messages (and anywhere under /v1 for a client that sends `anthropic-version`,
+ * as Anthropic's SDKs always do: GET /v1/models serves both). The statuses follow what each
+ * protocol's clients act on: a bad field is 400 there (not 422), and an empty balance is
+ * OpenAI's `insufficient_quota` 429 with `x-should-retry: false` (its SDKs honour that header)
+ * and, as Anthropic's API answers low credit, a 400 `invalid_request_error` whose message says
+ * "credit balance is too low" (the words Claude Code and other clients look for; Anthropic's
+ * 402 `billing_error` is for billing set-ups, not for a balance that ran out).
  */
 import type { AppError } from '../../shared/errors';
 
 export type ErrorDialect = 'gensvc' | 'openai' | 'anthropic';
 
-export function errorDialectOf(path: string): ErrorDialect {
+export function errorDialectOf(path: string, anthropicVersion = ''): ErrorDialect {
   if (path === '/v1/messages' || path.startsWith('/v1/messages/')) return 'anthropic';
-  if (path === '/v1' || path.startsWith('/v1/')) return 'openai';
+  if (path === '/v1' || path.startsWith('/v1/')) return anthropicVersion.trim() ? 'anthropic' : 'openai';
   return 'gensvc';
 }
 
@@ -64,16 +68,34 @@ function openAICode(answer: AppError): string {
   }
 }
 
+/** Anthropic's documented error types by status; any other 4xx is `invalid_request_error`, any other 5xx `api_error`. */
 const ANTHROPIC_TYPES: Record<number, string> = {
   400: 'invalid_request_error',
   401: 'authentication_error',
-  402: 'billing_error',
   403: 'permission_error',
   404: 'not_found_error',
   413: 'request_too_large',
   429: 'rate_limit_error',
   504: 'timeout_error',
+  529: 'overloaded_error',
 };
+
+/** Anthropic's status for one of our answers. */
+function anthropicStatus(answer: AppError): number {
+  // Low credit is a 400 on Anthropic's API, told apart by its message (anthropicMessage).
+  if (answer.code === 'insufficient_tokens') return 400;
+  // The model's provider is down (after our retry and fallbacks): Anthropic's "overloaded", which
+  // its SDKs retry (and which Claude Code's --fallback-model is for).
+  if (answer.code === 'upstream_unavailable') return 529;
+  return protocolStatus(answer);
+}
+
+function anthropicMessage(answer: AppError): string {
+  if (answer.code !== 'insufficient_tokens') return messageOf(answer);
+  const { price, available } = answer.extra;
+  const cost = typeof price === 'number' && typeof available === 'number' ? `: this request costs ${price} tokens and ${available} are available` : '';
+  return `Your credit balance is too low${cost}. Add tokens or wait for your plan's next refill.`;
+}
 
 export function presentError(dialect: ErrorDialect, answer: AppError, requestId: string): ErrorAnswer {
   const headers = { ...answer.headers };
@@ -100,7 +122,9 @@ export function presentError(dialect: ErrorDialect, answer: AppError, requestId:
       body: { error: { message: messageOf(answer), type: openAIType(answer, status), param: firstField(answer), code: openAICode(answer) } },
     };
   }
-  const status = answer.code === 'insufficient_tokens' ? 402 : protocolStatus(answer);
+  const status = anthropicStatus(answer);
   const type = ANTHROPIC_TYPES[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error');
-  return { status, headers, body: { type: 'error', error: { type, message: messageOf(answer) }, request_id: requestId } };
+  // Anthropic's SDKs read the request id from this header (`error.requestID`).
+  headers['request-id'] = requestId;
+  return { status, headers, body: { type: 'error', error: { type, message: anthropicMessage(answer) }, request_id: requestId } };
 }

@@ -35,6 +35,9 @@ export const errorCatalogue = {
   upstream_rejected: { status: 400, detail: "The model's provider rejected the request" },
   upstream_rate_limited: { status: 429, detail: "The model's provider is busy; try again shortly" },
   generation_cancelled: { status: 409, detail: 'The generation was cancelled' },
+  // A replay (same Idempotency-Key) while the first request still runs: a protocol answer needs
+  // its result, so the client is told to come back (409 is retried by Anthropic's and OpenAI's SDKs).
+  idempotent_request_in_progress: { status: 409, detail: 'The first request with this Idempotency-Key is still running; retry once it has finished' },
   upstream_unavailable: { status: 502, detail: "The model's provider is unavailable" },
   upstream_timeout: { status: 504, detail: 'The model did not answer in time' },
   internal_error: { status: 500, detail: 'Internal server error' },

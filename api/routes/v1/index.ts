@@ -6,8 +6,9 @@
 import type Router from '@koa/router';
 import type { AppCustom, AppState } from '../../context';
 import { v1ChatRoutes } from './chat';
+import { v1MessageRoutes } from './messages';
 import { v1ModelRoutes } from './models';
 
 export function v1Routes(): Array<Router<AppState, AppCustom>> {
-  return [v1ModelRoutes(), v1ChatRoutes()];
+  return [v1ModelRoutes(), v1ChatRoutes(), v1MessageRoutes()];
 }

@@ -1,16 +1,22 @@
-/** GET /v1/models and /v1/models/{id}: the models the caller's plan may use, in OpenAI's list shape. */
+/**
+ * GET /v1/models and /v1/models/{id}: the models the caller's plan may use, in OpenAI's list
+ * shape, or in Anthropic's for a client that sends `anthropic-version` (anthropic-models.ts).
+ */
 import Router from '@koa/router';
 import { AppError } from '../../../shared/errors';
 import { AppCustom, AppState, callerOf } from '../../context';
 import { requireAuth } from '../../middleware/auth';
+import { presentAnthropicModel } from '../../presenters/anthropic';
 import { presentOpenAIModel, presentOpenAIModels } from '../../presenters/openai';
+import { anthropicModelPage, anthropicModels, fromAnthropicClient } from './anthropic-models';
 
 export function v1ModelRoutes(): Router<AppState, AppCustom> {
   const router = new Router<AppState, AppCustom>({ prefix: '/v1/models' });
   router.use(requireAuth);
 
   router.get('/', async (ctx) => {
-    ctx.body = presentOpenAIModels(ctx.container.catalog.list({ availableAt: callerOf(ctx).plan.name }));
+    const listings = ctx.container.catalog.list({ availableAt: callerOf(ctx).plan.name });
+    ctx.body = fromAnthropicClient(ctx) ? anthropicModelPage(ctx, listings) : presentOpenAIModels(listings);
   });
 
   router.get('/:id', async (ctx) => {
@@ -18,7 +24,14 @@ export function v1ModelRoutes(): Router<AppState, AppCustom> {
     const model = catalog.find(ctx.params.id);
     // A model above the caller's plan is not theirs to use: as unknown as one that does not exist.
     if (!model || !ctx.container.plans.allows(callerOf(ctx).plan.name, model.minPlan)) throw new AppError('not_found', { detail: `Unknown model: ${ctx.params.id}` });
-    ctx.body = presentOpenAIModel(catalog.listing(model));
+    if (!fromAnthropicClient(ctx)) {
+      ctx.body = presentOpenAIModel(catalog.listing(model));
+      return;
+    }
+    // As the list: an Anthropic client sees the text models only.
+    const [listing] = anthropicModels([catalog.listing(model)]);
+    if (!listing) throw new AppError('not_found', { detail: `Unknown model: ${ctx.params.id}` });
+    ctx.body = presentAnthropicModel(listing);
   });
 
   return router;

@@ -88,6 +88,65 @@ const chatCompletionShape = fc.record(
   { requiredKeys: [] },
 );
 
+/** Anthropic Messages content: strings, and blocks of every kind a client sends (tool blocks are refused for now). */
+const anthropicBlockArb = ok<unknown>(
+  fc.oneof(
+    { weight: 4, arbitrary: fc.record({ type: fc.constant('text'), text: fc.string({ maxLength: 30 }) }) },
+    {
+      weight: 1,
+      arbitrary: fc.constantFrom(
+        { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } },
+        { type: 'image', source: { type: 'url', url: 'https://example.com/a.png' } },
+      ),
+    },
+  ),
+  { type: 'image', source: { type: 'base64', media_type: 'image/bmp', data: '' } },
+  { type: 'image', source: { type: 'file', file_id: 'file_1' } },
+  { type: 'tool_result', tool_use_id: 'toolu_1', content: '12' },
+  { type: 'tool_use', id: 'toolu_1', name: 'x', input: {} },
+  { type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'x' } },
+  { type: 'text' },
+  {},
+);
+const anthropicContentArb = fc.oneof(
+  { weight: 6, arbitrary: fc.oneof(fc.constantFrom('Hello?', 'Tell me about the sea'), fc.string({ maxLength: 40 })) },
+  { weight: 3, arbitrary: fc.array(anthropicBlockArb, { minLength: 1, maxLength: 3 }) },
+  { weight: 1, arbitrary: fc.constantFrom(null, 7, [], { type: 'text', text: 'x' }) },
+);
+
+/** Anthropic Messages requests: valid shapes with their fields now and then wrong. */
+const anthropicMessagesShape = fc.record(
+  {
+    model: ok<unknown>(fc.constantFrom('fake-text', 'fake-chat', 'fake-vision'), 'fake-image', 'nope', 'fake-premium', 'fake-expensive', ''),
+    max_tokens: ok<unknown>(fc.integer({ min: 1, max: 100 }), 0, -5, 1.5, 'ten', null, 200_001),
+    messages: ok<unknown>(
+      fc.array(fc.record({ role: ok<unknown>(fc.constantFrom('user', 'assistant'), 'system', 'robot'), content: anthropicContentArb }), { minLength: 1, maxLength: 4 }),
+      [],
+      null,
+      'hi',
+      [{}],
+    ),
+    system: ok<unknown>(fc.oneof(fc.string({ maxLength: 30 }), fc.constant([{ type: 'text', text: 'Be brief.' }])), [{ type: 'image' }], 5, null),
+    temperature: ok<unknown>(fc.double({ min: 0, max: 1, noNaN: true }), -1, 1.5, '0.5', null),
+    stop_sequences: ok<unknown>(fc.constant([]), ['\n\nHuman:'], 'stop', null),
+    stream: ok<unknown>(fc.constant(false), 'yes', null),
+    metadata: ok<unknown>(fc.constantFrom({ user_id: 'u-1' }, {}), { user_id: 5 }, null, 'x'),
+    tools: ok<unknown>(fc.constant([]), [{ name: 'get_weather', input_schema: { type: 'object' } }], null, 'x'),
+    top_k: fc.integer(),
+    thinking: fc.constantFrom({ type: 'enabled', budget_tokens: 1024 }, { type: 'disabled' }),
+  },
+  // The required fields are there most of the time (their absence is one of the edge values).
+  { requiredKeys: ['model', 'max_tokens', 'messages'] },
+);
+
+/** What Anthropic's clients send beside the body (`anthropic-version` also picks Anthropic's shapes on /v1/models). */
+const anthropicHeaders: fc.Arbitrary<Record<string, string>> = fc.oneof(
+  { weight: 4, arbitrary: fc.constant({ 'anthropic-version': '2023-06-01' }) },
+  { weight: 1, arbitrary: fc.constant({ 'anthropic-version': '2023-06-01', 'anthropic-beta': 'interleaved-thinking-2025-05-14' }) },
+  { weight: 1, arbitrary: fc.constant({}) },
+  { weight: 1, arbitrary: fc.constantFrom('', ' ', 'garbage', '1999-01-01').map((v) => ({ 'anthropic-version': v })) },
+);
+
 /** Mostly `good` values, now and then one of the edge ones (so that most valid shapes are accepted). */
 function ok<T>(good: fc.Arbitrary<T>, ...edge: T[]): fc.Arbitrary<T> {
   return edge.length === 0 ? good : fc.oneof({ weight: 12, arbitrary: good }, { weight: 1, arbitrary: fc.constantFrom(...edge) });
@@ -664,9 +723,22 @@ export const DRIVERS: DriverTable = {
   'DELETE /api/v2/scheduled/:id': () => ({ callers: main, runs: 30, params: idOf('schedule') }),
 
   // The OpenAI-compatible front door (/v1): OpenAI's shapes, errors in OpenAI's shape
-  'GET /v1/models': () => ({ callers: main, runs: 20 }),
-  'GET /v1/models/:id': () => ({ callers: main, runs: 30, params: fc.record({ id: wordParam([...FIXTURE_SLUGS, 'fake-chat']) }) }),
+  'GET /v1/models': () => ({
+    callers: main,
+    runs: 30,
+    // Anthropic's clients page the list (limit, after_id, before_id); OpenAI's send no anthropic-version.
+    query: { limit: fc.constantFrom('1', '2', '20', '0', '1001', 'x', ''), after_id: fc.constantFrom('fake-text', 'fake-vision', 'nope', ''), before_id: fc.constantFrom('fake-vision', 'nope', '') },
+    headers: fc.oneof(fc.constant({}), anthropicHeaders),
+  }),
+  'GET /v1/models/:id': () => ({ callers: main, runs: 30, params: fc.record({ id: wordParam([...FIXTURE_SLUGS, 'fake-chat']) }), headers: fc.oneof(fc.constant({}), anthropicHeaders) }),
   'POST /v1/chat/completions': () => ({ callers: main, runs: 250, body: jsonBody(chatCompletionShape), headers: idempotencyHeader }),
+  // Anthropic's Messages API: Anthropic's shapes, errors in Anthropic's shape
+  'POST /v1/messages': () => ({
+    callers: main,
+    runs: 250,
+    body: jsonBody(anthropicMessagesShape),
+    headers: fc.tuple(anthropicHeaders, idempotencyHeader).map(([a, b]) => ({ ...a, ...b })),
+  }),
 
   // Provider webhooks: signed by the provider, not by a user; answered 4xx unless the signature is right
   'POST /api/v2/providers/replicate/webhook': () => ({

@@ -314,7 +314,7 @@ export function answerViolations(request: BuiltRequest, res: Response, moneyBefo
   if (res.status >= 400 && request.method !== 'HEAD') {
     const body: unknown = res.body;
     if (!/^application\/json/.test(String(res.headers['content-type'] ?? ''))) problems.push(`a ${res.status} that is not JSON (content-type ${String(res.headers['content-type'])})`);
-    const dialect = errorDialectOf(new URL(request.url, 'http://x').pathname);
+    const dialect = errorDialectOf(new URL(request.url, 'http://x').pathname, request.headers['anthropic-version']);
     if (dialect === 'openai') {
       const error = isRecord(body) && isRecord(body.error) ? body.error : null;
       if (!error || typeof error.message !== 'string' || error.message === '' || typeof error.type !== 'string' || !('param' in error) || typeof error.code !== 'string') {
