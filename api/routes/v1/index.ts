@@ -7,7 +7,8 @@ import type Router from '@koa/router';
 import type { AppCustom, AppState } from '../../context';
 import { v1ChatRoutes } from './chat';
 import { v1ModelRoutes } from './models';
+import { v1ResponseRoutes } from './responses';
 
 export function v1Routes(): Array<Router<AppState, AppCustom>> {
-  return [v1ModelRoutes(), v1ChatRoutes()];
+  return [v1ModelRoutes(), v1ChatRoutes(), v1ResponseRoutes()];
 }
