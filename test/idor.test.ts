@@ -5,7 +5,8 @@
  * webhook with a delivery, an installed assistant, a spare key, two sessions). For every route
  * with an `:id`, each user calls it with the other's ids, in every form (`123` and `gen_123`),
  * with its session and with its key, and must get exactly what an id that exists nowhere gets: 404
- * `{detail: "Not found", code: "not_found"}` (never 403, never a hint). The other user's rows are
+ * `{detail: "Not found", code: "not_found"}` (never 403, never a hint; under /v1 the same 404 in
+ * OpenAI's error shape, and a response's id is also tried as `resp_123`). The other user's rows are
  * compared before and after (status, favorite, rating, hidden, balances, sessions, keys,
  * schedules, webhooks, deliveries, installs, ledger), and the caller's balance must not move.
  *
@@ -27,6 +28,8 @@ import {
   Webhook,
   WebhookDelivery,
 } from '../shared/db/entities';
+import { errorDialectOf, presentError } from '../api/presenters/errors';
+import { AppError } from '../shared/errors';
 import type { TestApp } from './helpers/app';
 import { startTestApp } from './helpers/app';
 import { FakeProvider } from './helpers/fake-provider';
@@ -45,6 +48,7 @@ const KIND_BY_PATH: Array<[RegExp, SweptKind]> = [
   [/^\/api\/v2\/scheduled\//, 'schedule'],
   [/^\/api\/v2\/webhooks\//, 'webhook'],
   [/^\/api\/v2\/assistants\/(?!marketplace\/)/, 'assistant'],
+  [/^\/v1\/responses\//, 'response'],
 ];
 
 /** Routes with a path param that names nothing of a user's, and why. */
@@ -66,6 +70,17 @@ const VALID_BODIES: Record<string, object> = {
 };
 
 const NOT_FOUND = { detail: 'Not found', code: 'not_found' };
+
+/** The error code of an answer, in our shape or OpenAI's. */
+function codeOf(body: unknown): string | undefined {
+  const answer = body as { code?: string; error?: { code?: string } };
+  return answer.code ?? answer.error?.code;
+}
+
+/** The 404 of an unknown id on `route`, in the error shape of its path (OpenAI's under /v1). */
+function notFoundOn(route: RouteEntry): unknown {
+  return presentError(errorDialectOf(route.path), new AppError('not_found'), '').body;
+}
 /** An id no user has. */
 const NOBODY = 2_147_000_000;
 
@@ -127,6 +142,8 @@ function kindOf(route: RouteEntry): SweptKind | null {
 function idsOf(owner: Party, kind: SweptKind): string[] {
   if (kind === 'assistant') return owner.owned.assistants;
   const ids = owner.owned[kind];
+  // A response is named `resp_123`; the other forms must be the same 404 there.
+  if (kind === 'response') return ids.flatMap((id) => [`resp_${id}`, String(id), `gen_${id}`]);
   // Every form an id may take: the integer and the shape-B string (only generations accept it,
   // elsewhere it must be the same 404).
   return ids.flatMap((id) => [String(id), `gen_${id}`]);
@@ -200,11 +217,11 @@ describe('IDOR sweep over the route table', () => {
           ['session', `Bearer ${attacker.session}`],
           ['API key', `Bearer ${attacker.key}`],
         ] as const) {
-          const nobody = kind === 'assistant' ? 'critic' : String(NOBODY);
+          const nobody = kind === 'assistant' ? 'critic' : kind === 'response' ? `resp_${NOBODY}` : String(NOBODY);
           const baseline = await call(route, nobody, authorization);
           requests++;
-          const refusesKeys = credential === 'API key' && baseline.status === 403 && (baseline.body as { code?: string }).code === 'api_key_not_allowed';
-          if (!refusesKeys && (baseline.status !== 404 || (baseline.body as { code?: string }).code !== 'not_found')) {
+          const refusesKeys = credential === 'API key' && baseline.status === 403 && codeOf(baseline.body) === 'api_key_not_allowed';
+          if (!refusesKeys && (baseline.status !== 404 || codeOf(baseline.body) !== 'not_found')) {
             failures.push(`${route.key} with ${attacker.name}'s ${credential}: an id nobody has got ${baseline.status} ${JSON.stringify(baseline.body)}`);
           }
           for (const id of idsOf(victim, kind)) {
@@ -213,8 +230,8 @@ describe('IDOR sweep over the route table', () => {
             const where = `${route.key} with ${attacker.name}'s ${credential} on ${victim.name}'s ${kind} ${id}`;
             if (res.status !== baseline.status || JSON.stringify(res.body) !== JSON.stringify(baseline.body)) {
               failures.push(`${where}: ${res.status} ${JSON.stringify(res.body)}, unlike an id nobody has (${baseline.status} ${JSON.stringify(baseline.body)})`);
-            } else if (!refusesKeys && kind !== 'assistant' && JSON.stringify(res.body) !== JSON.stringify(NOT_FOUND)) {
-              failures.push(`${where}: ${JSON.stringify(res.body)}, not ${JSON.stringify(NOT_FOUND)}`);
+            } else if (!refusesKeys && kind !== 'assistant' && JSON.stringify(res.body) !== JSON.stringify(notFoundOn(route))) {
+              failures.push(`${where}: ${JSON.stringify(res.body)}, not ${JSON.stringify(notFoundOn(route))}`);
             }
           }
         }

@@ -62,6 +62,7 @@ function openAICode(answer: AppError): string {
     case 'generation_refused':
       return 'content_policy_violation';
     case 'not_found':
+      if (firstField(answer) === 'previous_response_id') return 'previous_response_not_found';
       return answer.detail.startsWith('Unknown model') ? 'model_not_found' : 'not_found';
     default:
       return answer.code;

@@ -1,7 +1,8 @@
 /**
  * The generation domain's entry points, one per use, for every way in (the API, the bot,
  * schedules): `start` (accept, then run in the call or queue), `stream` (accept, then the text
- * as it comes), `poll`, `cancel`, and `price` (what a request would cost).
+ * as it comes), `poll`, `cancel`, `price` (what a request would cost), and `conversation` (a
+ * text generation as a later turn continues it).
  *
  * Accepting: resolve the model (an installed assistant applied once) → plan gate → validate →
  * price → plan limit → fetch the URL inputs and let the provider check them → hold the price and
@@ -27,8 +28,8 @@ import type { MediaInputs } from './media-inputs';
 import { normalizeParams } from './params';
 import { CANCELLED, GenerationRunner } from './runner';
 import { GenerationStore, HeldInsert, pendingGeneration } from './store';
-import { serializeInput } from './stored-input';
-import type { GenerationCaller, RunJob, StartOptions, Started, Streamed, StreamEnd } from './types';
+import { readInput, serializeInput } from './stored-input';
+import type { Conversation, GenerationCaller, RunJob, StartOptions, Started, Streamed, StreamEnd } from './types';
 import { jobIds } from '../queue/job-ids';
 
 /** Params that name media the service will fetch. */
@@ -175,6 +176,18 @@ export class Generations {
     return this.poll(userId, id);
   }
 
+  /**
+   * The caller's text generation as a later turn continues it: the messages it was sent (kept
+   * with its input), the row with its answer as it stands, and what its way in noted. Another
+   * user's, one deleted from history, or one that is not text is 404.
+   */
+  async conversation(userId: number, id: number): Promise<Conversation> {
+    const generation = await this.get(userId, id);
+    if (generation.category !== 'text') throw new AppError('not_found');
+    const input = await readInput(generation, this.deps.storage);
+    return { generation, messages: input.messages ?? [], protocol: input.protocol ?? null };
+  }
+
   /** The caller's generation; another user's, or one deleted from history, is 404. */
   async get(userId: number, id: number): Promise<Generation> {
     const generation = await this.deps.store.find(id);
@@ -274,7 +287,7 @@ export class Generations {
       category: model.category,
       source: options.source,
       prompt: (input.prompt ?? '').slice(0, PROMPT_HISTORY_LENGTH),
-      input: await serializeInput(input, storage),
+      input: await serializeInput(options.protocol ? { ...input, protocol: options.protocol } : input, storage),
       price,
       seed: typeof input.params.seed === 'number' ? input.params.seed : null,
       etaSeconds: model.sync ? null : model.etaSeconds,

@@ -5,23 +5,29 @@
 import type { Generation } from '../db/entities';
 import type { Storage } from '../storage';
 import type { GenerationInput } from './input';
+import type { ProtocolRecord } from './types';
 
 const INLINE_LIMIT_BYTES = 60_000;
+
+/** The input as kept with the row: the normalized request, and what its way in noted (StartOptions.protocol). */
+export interface StoredInput extends GenerationInput {
+  protocol?: ProtocolRecord;
+}
 
 interface StoredRef {
   $ref: string;
 }
 
-export async function serializeInput(input: GenerationInput, storage: Storage): Promise<string> {
+export async function serializeInput(input: StoredInput, storage: Storage): Promise<string> {
   const json = JSON.stringify(input);
   if (Buffer.byteLength(json) <= INLINE_LIMIT_BYTES) return json;
   const stored = await storage.put('inputs', Buffer.from(json), 'application/json', 'json');
   return JSON.stringify({ $ref: stored.key } satisfies StoredRef);
 }
 
-export async function readInput(generation: Pick<Generation, 'input'>, storage: Storage): Promise<GenerationInput> {
-  const parsed = JSON.parse(generation.input) as GenerationInput | StoredRef;
-  if ('$ref' in parsed) return JSON.parse((await storage.readAll(parsed.$ref)).toString('utf8')) as GenerationInput;
+export async function readInput(generation: Pick<Generation, 'input'>, storage: Storage): Promise<StoredInput> {
+  const parsed = JSON.parse(generation.input) as StoredInput | StoredRef;
+  if ('$ref' in parsed) return JSON.parse((await storage.readAll(parsed.$ref)).toString('utf8')) as StoredInput;
   return parsed;
 }
 

@@ -3,7 +3,7 @@ import type { CatalogModel, Category } from '../catalog/types';
 import type { Generation, GenerationSource, User } from '../db/entities';
 import type { LimitSnapshot } from '../limits';
 import type { Plan } from '../plans';
-import type { FileOutput, ProviderErrorKind, Usage } from '../providers/types';
+import type { ChatMessage, FileOutput, ProviderErrorKind, Usage } from '../providers/types';
 
 /** Who asks: the account and the plan in force. */
 export interface GenerationCaller {
@@ -36,6 +36,24 @@ export interface StartOptions {
    * goes). False: it is under way already (a redelivered update), so it is neither run nor queued.
    */
   beforeRun?: (generation: Generation, model: CatalogModel) => Promise<boolean | void>;
+  /**
+   * What a protocol's way in keeps with the request to answer about the generation later (the
+   * Responses API's instructions, `store`, metadata): stored with the input, handed back by
+   * `Generations.conversation`. The domain never reads it.
+   */
+  protocol?: ProtocolRecord;
+}
+
+/** A way in's own notes on a generation (StartOptions.protocol), as JSON. */
+export type ProtocolRecord = Record<string, unknown>;
+
+/** A text generation as a later turn continues it: what the model was sent, and the row (its answer) as it stands. */
+export interface Conversation {
+  generation: Generation;
+  /** The messages exactly as the model was sent them, system messages included. */
+  messages: ChatMessage[];
+  /** What its way in kept with it (StartOptions.protocol); null when it kept nothing. */
+  protocol: ProtocolRecord | null;
 }
 
 /** A generation as `start` leaves it. */

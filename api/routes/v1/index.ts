@@ -8,7 +8,8 @@ import type { AppCustom, AppState } from '../../context';
 import { v1ChatRoutes } from './chat';
 import { v1MessageRoutes } from './messages';
 import { v1ModelRoutes } from './models';
+import { v1ResponseRoutes } from './responses';
 
 export function v1Routes(): Array<Router<AppState, AppCustom>> {
-  return [v1ModelRoutes(), v1ChatRoutes(), v1MessageRoutes()];
+  return [v1ModelRoutes(), v1ChatRoutes(), v1MessageRoutes(), v1ResponseRoutes()];
 }

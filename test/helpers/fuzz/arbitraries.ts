@@ -14,7 +14,8 @@ import type { IdKind } from './seed';
 import type { CallerName, SpecialToken } from './world';
 import { SPECIAL_TOKENS } from './world';
 
-export type IdForm = 'plain' | 'gen';
+/** How an id is spelled in a path: `123`, `gen_123`, or a Responses API id `resp_123`. */
+export type IdForm = 'plain' | 'gen' | 'resp';
 
 export type ParamChoice =
   | { kind: 'own'; idKind: IdKind; index: number; form: IdForm }
@@ -377,7 +378,8 @@ const idForm: fc.Arbitrary<IdForm> = fc.constantFrom<IdForm>('plain', 'gen');
 
 /** An id path param: the caller's own ids, other users' ids (both forms), garbage. */
 export function idParam(idKind: IdKind): fc.Arbitrary<ParamChoice> {
-  const form = idKind === 'generation' ? idForm : fc.constantFrom<IdForm>('plain', 'plain', 'plain', 'gen');
+  const form =
+    idKind === 'generation' ? idForm : idKind === 'response' ? fc.constantFrom<IdForm>('resp', 'resp', 'resp', 'plain', 'gen') : fc.constantFrom<IdForm>('plain', 'plain', 'plain', 'gen');
   return fc.oneof(
     { weight: 4, arbitrary: fc.tuple(fc.nat(), form).map(([index, f]): ParamChoice => ({ kind: 'own', idKind, index, form: f })) },
     { weight: 4, arbitrary: fc.tuple(fc.nat(), form).map(([index, f]): ParamChoice => ({ kind: 'other', idKind, index, form: f })) },

@@ -147,6 +147,75 @@ const anthropicHeaders: fc.Arbitrary<Record<string, string>> = fc.oneof(
   { weight: 1, arbitrary: fc.constantFrom('', ' ', 'garbage', '1999-01-01').map((v) => ({ 'anthropic-version': v })) },
 );
 
+const responseInputItemArb = fc.oneof(
+  {
+    weight: 6,
+    arbitrary: fc.record({
+      role: fc.constantFrom('user', 'system', 'developer', 'assistant'),
+      content: fc.oneof(fc.constantFrom('Hello?', 'Tell me about the sea'), fc.string({ maxLength: 40 }), fc.constant([{ type: 'input_text', text: 'Hi' }])),
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.constantFrom<unknown>(
+      { type: 'message', role: 'assistant', id: 'msg_1', status: 'completed', content: [{ type: 'output_text', text: 'Earlier.', annotations: [] }] },
+      { role: 'user', content: [{ type: 'input_text', text: 'What is it?' }, { type: 'input_image', image_url: 'data:image/png;base64,iVBORw0KGgo=', detail: 'auto' }] },
+      { role: 'user', content: [{ type: 'input_image', file_id: 'file_1', detail: 'auto' }] },
+      { role: 'user', content: [{ type: 'input_file', file_id: 'file_1' }] },
+      { role: 'assistant', content: [{ type: 'refusal', refusal: 'No.' }] },
+      { type: 'function_call_output', call_id: 'call_1', output: 'done' },
+      { type: 'reasoning', id: 'rs_1', summary: [] },
+      { role: 'tool', content: 'x' },
+      { role: 'user', content: [] },
+      { role: 'user', content: [{ type: 'input_text' }] },
+      {},
+      null,
+      'hi',
+    ),
+  },
+);
+
+/** Responses API requests: mostly valid shapes, now and then what it refuses by name; earlier responses of the caller's and of others. */
+const responsesShape = fc.record(
+  {
+    model: ok(fc.constantFrom<unknown>('fake-text', 'fake-chat', 'fake-vision'), 'fake-image', 'nope', 'fake-premium', 'fake-expensive', ''),
+    // No blocklisted words (as in chatCompletionShape): /v1 answers the content policy with a 400
+    // but keeps the failed, uncharged generation, as /api/v2 does; test/v1-responses.test.ts covers it.
+    input: fc.oneof(
+      { weight: 4, arbitrary: fc.oneof(fc.constantFrom('Hello?', 'Tell me about the sea'), fc.string({ maxLength: 40 })) },
+      { weight: 6, arbitrary: fc.array(responseInputItemArb, { minLength: 1, maxLength: 4 }) },
+      { weight: 1, arbitrary: fc.constantFrom<unknown>([], null, 5, {}) },
+    ),
+    instructions: ok(fc.oneof(fc.constantFrom<unknown>('Be brief.', null), fc.string({ maxLength: 30 })), 5, ''),
+    temperature: ok(fc.oneof(fc.double({ min: 0, max: 2, noNaN: true }), fc.constant<unknown>(null)), -1, 3, '0.5'),
+    max_output_tokens: ok(fc.oneof(fc.integer({ min: 1, max: 100 }), fc.constant<unknown>(null)), 0, -5, 1.5, 300_000, 'ten'),
+    // Never a real stream: its charge would land while the next request is being measured.
+    stream: ok(fc.constantFrom<unknown>(false, null), 'yes'),
+    store: ok(fc.constantFrom<unknown>(true, false, null), 'no'),
+    previous_response_id: fc.oneof(
+      { weight: 6, arbitrary: fc.constantFrom<unknown>(null, '$RESPONSE_OWN') },
+      { weight: 2, arbitrary: fc.constant<unknown>('$RESPONSE_OTHER') },
+      { weight: 2, arbitrary: fc.constantFrom<unknown>('resp_2147000000', 'resp_x', 'gen_1', '', 7) },
+    ),
+    metadata: ok(
+      fc.oneof(fc.constant<unknown>({ ticket: '1' }), fc.dictionary(fc.string({ maxLength: 70 }), fc.oneof(fc.string({ maxLength: 10 }), fc.integer()), { maxKeys: 20 })),
+      null,
+      'x',
+      [],
+    ),
+    tools: ok(fc.constant<unknown>([]), [{ type: 'function', name: 'f', parameters: {} }], [{ type: 'web_search' }], [{}], 'x', null),
+    tool_choice: ok(fc.constantFrom<unknown>('auto', 'none', null), 'required', { type: 'function', name: 'f' }),
+    text: ok(fc.constantFrom<unknown>({ format: { type: 'text' } }, { verbosity: 'low' }, null), { format: { type: 'json_object' } }, { format: null }, 'x'),
+    background: ok(fc.constantFrom<unknown>(false, null), true, 'yes'),
+    conversation: ok(fc.constant<unknown>(null), 'conv_1'),
+    reasoning: fc.constantFrom<unknown>({ effort: 'low' }, null, 'x'),
+    include: fc.constantFrom<unknown>(['reasoning.encrypted_content'], [], 'x'),
+    top_p: fc.double({ noNaN: true }),
+    user: fc.string({ maxLength: 20 }),
+  },
+  { requiredKeys: ['model', 'input'] },
+);
+
 /** Mostly `good` values, now and then one of the edge ones (so that most valid shapes are accepted). */
 function ok<T>(good: fc.Arbitrary<T>, ...edge: T[]): fc.Arbitrary<T> {
   return edge.length === 0 ? good : fc.oneof({ weight: 12, arbitrary: good }, { weight: 1, arbitrary: fc.constantFrom(...edge) });
@@ -739,6 +808,8 @@ export const DRIVERS: DriverTable = {
     body: jsonBody(anthropicMessagesShape),
     headers: fc.tuple(anthropicHeaders, idempotencyHeader).map(([a, b]) => ({ ...a, ...b })),
   }),
+  'POST /v1/responses': () => ({ callers: main, runs: 250, body: jsonBody(responsesShape), headers: idempotencyHeader }),
+  'GET /v1/responses/:id': () => ({ callers: main, runs: 50, params: idOf('response') }),
 
   // Provider webhooks: signed by the provider, not by a user; answered 4xx unless the signature is right
   'POST /api/v2/providers/replicate/webhook': () => ({

@@ -15,7 +15,7 @@ import type TestAgent from 'supertest/lib/agent';
 import { signWebhook } from '../../../shared/providers/replicate/webhook';
 import { errorCatalogue } from '../../../shared/errors';
 import type { RouteEntry } from '../route-table';
-import { authArb, AuthChoice, BodyChoice, deepJson, incidentalHeaders, METHODS, methodArb, noBody, ParamChoice, queryArb, RequestCase, SampleName } from './arbitraries';
+import { authArb, AuthChoice, BodyChoice, deepJson, IdForm, incidentalHeaders, METHODS, methodArb, noBody, ParamChoice, queryArb, RequestCase, SampleName } from './arbitraries';
 import type { RouteDriver } from './drivers';
 import { PNG_8, WAV } from './media-sink';
 import type { Account, FuzzWorld } from './world';
@@ -59,7 +59,7 @@ export interface BuiltRequest {
   body: BodyChoice;
   /** The exact bytes sent, for the report (and the provider webhook's signature). */
   payload: Buffer | null;
-  /** A path param named another user's resource, and the request went to that route's handler. */
+  /** A path param (or a body placeholder) named another user's resource, and the request went to that route's handler. */
   othersId: boolean;
 }
 
@@ -95,12 +95,18 @@ function pick<T>(values: T[], index: number): T | undefined {
   return values.length === 0 ? undefined : values[index % values.length];
 }
 
+const ID_PREFIX: Record<IdForm, string> = { plain: '', gen: 'gen_', resp: 'resp_' };
+
 export class RequestBuilder {
+  /** A body placeholder named another user's resource (`$RESPONSE_OTHER`) while building this request. */
+  private bodyNamedOthers = false;
+
   constructor(private readonly world: FuzzWorld) {}
 
   async build(route: RouteEntry, driver: RouteDriver, c: RequestCase): Promise<BuiltRequest> {
     const world = this.world;
     world.disposable = null;
+    this.bodyNamedOthers = false;
     const headers: Record<string, string> = {};
     let caller: Account | null = null;
     const auth = c.auth;
@@ -127,7 +133,7 @@ export class RequestBuilder {
       const id = pick(ids, choice.index);
       if (id === undefined) return '1';
       if (choice.kind === 'other') othersId = true;
-      return choice.form === 'gen' ? `gen_${id}` : String(id);
+      return `${ID_PREFIX[choice.form]}${id}`;
     };
     const path = route.path.replace(/:([A-Za-z0-9_]+)/g, (_, name: string) => {
       const choice = c.params[name];
@@ -141,7 +147,7 @@ export class RequestBuilder {
     for (const [name, value] of Object.entries(c.headers)) headers[name] = this.resolveHeader(value, subject);
     const method = c.method ?? route.method;
     const reachesHandler = method === route.method || (route.method === 'GET' && method === 'HEAD');
-    const built: BuiltRequest = { method, url, headers, body, payload, othersId: othersId && reachesHandler };
+    const built: BuiltRequest = { method, url, headers, body, payload, othersId: (othersId || this.bodyNamedOthers) && reachesHandler };
     this.sign(built);
     return built;
   }
@@ -176,6 +182,13 @@ export class RequestBuilder {
         return String(world.nowSeconds);
       case '$FILE_OWN':
         return `${publicBase}/files/${subject.owned.resultKeys[0] ?? 'results/none'}`;
+      case '$RESPONSE_OWN':
+        return `resp_${subject.owned.response[0] ?? 2_147_000_001}`;
+      case '$RESPONSE_OTHER': {
+        const theirs = world.othersIds(subject, 'response')[0];
+        if (theirs !== undefined) this.bodyNamedOthers = true;
+        return `resp_${theirs ?? 2_147_000_001}`;
+      }
       case '$FILE_OTHER':
         return `${publicBase}/files/${world.account('other').owned.resultKeys[0] ?? 'results/none'}`;
     }

@@ -2,12 +2,13 @@
  * One of every resource that has an id, made over HTTP by its owner: generations of each
  * category of the fixture catalog (completed synchronous ones, pending asynchronous ones: the
  * fuzzed apps run no worker), a favorite and a rating, a schedule, a webhook with a delivery, an
- * installed and rated assistant, a spare API key and a second session.
+ * installed and rated assistant, a spare API key and a second session; and a response of the
+ * Responses API (/v1/responses), a text generation whose id is also `resp_<id>`.
  */
 import { Generation } from '../../../shared/db/entities';
 import type { TestApp } from '../app';
 
-export const ID_KINDS = ['generation', 'session', 'key', 'schedule', 'webhook'] as const;
+export const ID_KINDS = ['generation', 'session', 'key', 'schedule', 'webhook', 'response'] as const;
 export type IdKind = (typeof ID_KINDS)[number];
 
 export interface Owned {
@@ -16,6 +17,8 @@ export interface Owned {
   key: number[];
   schedule: number[];
   webhook: number[];
+  /** Generations made through /v1/responses (also in `generation`): ids that `resp_<id>` names. */
+  response: number[];
   /** Marketplace ids of installed assistants (the install is the user's; the id is public). */
   assistants: string[];
   /** Storage keys of result files (`results/…`). */
@@ -23,7 +26,7 @@ export interface Owned {
 }
 
 export function emptyOwned(): Owned {
-  return { generation: [], session: [], key: [], schedule: [], webhook: [], assistants: [], resultKeys: [] };
+  return { generation: [], session: [], key: [], schedule: [], webhook: [], response: [], assistants: [], resultKeys: [] };
 }
 
 export interface SeedOptions {
@@ -71,6 +74,13 @@ export async function seedResources(app: TestApp, authorization: string, userId:
     expectStatus(`a ${String(body.model)} generation`, res, 200);
     if (res.body.status === 'failed') throw new Error(`seeding ${String(body.model)}: failed ${JSON.stringify(res.body)}`);
     owned.generation.push(numericId(res.body.id));
+  }
+  if (options.generations === 'all') {
+    const res = await http().post('/v1/responses').set('authorization', authorization).send({ model: 'fake-text', input: 'seed response', metadata: { seeded: 'yes' } });
+    expectStatus('a response', res, 200);
+    const id = Number(String(res.body.id).replace(/^resp_/, ''));
+    owned.generation.push(id);
+    owned.response.push(id);
   }
   const first = owned.generation[0]!;
   expectStatus('a favorite', await http().post(`/api/v2/user/history/${first}/favorite`).set('authorization', authorization), 200);
