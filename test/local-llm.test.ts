@@ -176,10 +176,13 @@ interface ChildResult {
   servedBefore: boolean;
   ready: LlamaLoadOutcome;
   servedAfterLoad: boolean;
-  first: { content: string; usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number } };
+  first: { content: string; finishReason: string; usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number } };
   again: { content: string };
-  streamed: { deltas: string[]; usage: unknown };
+  streamed: { deltas: string[]; finish: string | null; usage: unknown };
   longer: { usage: { prompt_tokens: number } };
+  stopSequence: string;
+  stopped: { content: string; finishReason: string; usage: { completion_tokens: number } };
+  stoppedStream: { deltas: string[]; finish: string | null; usage: unknown };
   queuedTogether: number;
   both: string[];
   aloneB: string;
@@ -232,6 +235,17 @@ embeddedOnly('node-llama-cpp on a real GGUF model (child process)', () => {
     expect(result.streamed.deltas.length).toBeGreaterThan(1);
     expect(result.streamed.deltas.join('')).toBe(result.first.content);
     expect(result.streamed.usage).toEqual(result.first.usage);
+  });
+
+  it('finishes with length at max_tokens, and ends before a stop sequence (plain and streamed) with stop', () => {
+    expect(result.first.finishReason).toBe('length');
+    expect(result.streamed.finish).toBe('length');
+    const cutAt = result.first.content.indexOf(result.stopSequence);
+    expect(cutAt).toBeGreaterThan(0);
+    expect(result.stopped).toMatchObject({ content: result.first.content.slice(0, cutAt), finishReason: 'stop' });
+    expect(result.stopped.usage.completion_tokens).toBeLessThan(result.first.usage.completion_tokens);
+    expect(result.stoppedStream).toEqual({ deltas: expect.any(Array), finish: 'stop', usage: expect.anything() });
+    expect(result.stoppedStream.deltas.join('')).toBe(result.stopped.content);
   });
 
   it('runs one generation at a time: a second call waits its turn and gets its own answer', () => {

@@ -80,7 +80,7 @@ describe('configuration', () => {
 describe('chat completions', () => {
   it('POSTs model, messages, temperature and max_tokens with the bearer key, and returns content and usage', async () => {
     const result = await text().complete(textRequest(), { signal: signal() });
-    expect(result).toEqual({ content: 'Hello from the fake upstream', usage: { prompt_tokens: 11, completion_tokens: 5, total_tokens: 16 } });
+    expect(result).toEqual({ content: 'Hello from the fake upstream', toolCalls: [], finishReason: 'stop', usage: { prompt_tokens: 11, completion_tokens: 5, total_tokens: 16 } });
     const [request] = fake.apiRequests();
     expect(request?.method).toBe('POST');
     expect(request?.path).toBe('/v1/chat/completions');

@@ -3,7 +3,7 @@ import Router from '@koa/router';
 import { z } from 'zod';
 import { GenerateRequest, splitRequestBody } from '../../shared/generation/input';
 import { parseGenerationId } from '../../shared/generation/service';
-import type { StartOptions, StreamEnd } from '../../shared/generation/types';
+import type { StartOptions, StreamEnd, StreamPart } from '../../shared/generation/types';
 import { AppContext, AppCustom, AppState, callerOf } from '../context';
 import { generationOptions, parseBody } from '../http';
 import { requireAuth, setRateLimitHeaders } from '../middleware/auth';
@@ -19,12 +19,15 @@ import { clientGone, EventStream, pipeEvents } from '../sse';
 
 const AnyObject = z.record(z.string(), z.unknown());
 
-/** A streamed generation as the contract's events: generation_start, content_delta…, generation_end. */
-async function* streamEvents(start: StreamEnd, deltas: AsyncGenerator<string, StreamEnd>) {
+/**
+ * A streamed generation as the contract's events: generation_start, content_delta…, generation_end.
+ * The contract has no tool calls (this route asks for none), so only text is sent.
+ */
+async function* streamEvents(start: StreamEnd, deltas: AsyncGenerator<StreamPart, StreamEnd>) {
   yield { event: 'generation_start', data: presentStreamStart(start.generation) };
   let next = await deltas.next();
   while (!next.done) {
-    yield { event: 'content_delta', data: presentStreamDelta(start.generation, next.value) };
+    if (typeof next.value === 'string') yield { event: 'content_delta', data: presentStreamDelta(start.generation, next.value) };
     next = await deltas.next();
   }
   yield { event: 'generation_end', data: presentStreamEnd(next.value) };

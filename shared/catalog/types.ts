@@ -32,6 +32,10 @@ export interface ModelConfig {
   quality_options?: string[];
   supports_negative_prompt?: boolean;
   supports_vision?: boolean;
+  /** Text: the model takes `tools` / `tool_choice` and tool-call conversations (passed to its upstream). */
+  supports_tools?: boolean;
+  /** Text: the model takes a `response_format` of `json_object` or `json_schema`. */
+  supports_response_format?: boolean;
   max_context?: number;
   [extra: string]: unknown;
 }

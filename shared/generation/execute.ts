@@ -5,6 +5,7 @@
 import type { CatalogModel } from '../catalog/types';
 import { CallOptions, ProviderAdapter, ProviderError, TextRequest } from '../providers/types';
 import type { GenerationInput } from './input';
+import { textMetadata } from './tool-calls';
 import type { InputFetcher, Outcome } from './types';
 
 /** The provider request of a chat turn (a completion or a stream). */
@@ -16,6 +17,7 @@ export function textRequest(model: CatalogModel, input: GenerationInput): TextRe
     temperature: typeof p.temperature === 'number' ? p.temperature : 0.7,
     maxTokens: typeof p.max_tokens === 'number' ? p.max_tokens : null,
     maxContext: typeof model.config.max_context === 'number' ? model.config.max_context : null,
+    ...input.textOptions,
   };
 }
 
@@ -58,7 +60,7 @@ export async function executeCategory(
   switch (model.category) {
     case 'text': {
       const result = await need(adapter.text, adapter, 'text').complete(textRequest(model, input), options);
-      return { ...base, resultText: result.content, usage: result.usage, metadata: {} };
+      return { ...base, resultText: result.content, usage: result.usage, metadata: textMetadata(result) };
     }
     case 'image': {
       const { width, height } = dimensionsFor(p.size, p.aspect_ratio);

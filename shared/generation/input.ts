@@ -6,8 +6,9 @@ import crypto from 'node:crypto';
 import { z } from 'zod';
 import type { CatalogModel } from '../catalog/types';
 import { AppError, FieldError } from '../errors';
-import type { ChatMessage } from '../providers/types';
+import type { ChatMessage, TextOptions, ToolCall } from '../providers/types';
 import { MAX_SEED, normalizeParams, paramSpecs } from './params';
+import { MAX_TOOLS, parseTextOptions, TextOptionsRequest, ToolNameSchema } from './text-options';
 
 /** Body fields that are not params. Everything else at the top level may be a param. */
 const RESERVED = new Set(['model', 'prompt', 'params', 'messages', 'assistant_id', 'stream', 'system', 'text']);
@@ -23,6 +24,8 @@ export interface GenerateRequest {
   text?: string;
   /** The remaining top-level fields. */
   topLevel: Record<string, unknown>;
+  /** Text only: stop sequences, tools, tool choice, response format (text-options.ts checks them). */
+  textOptions?: TextOptionsRequest;
   /** Set once an assistant's model, system prompt and default params have been applied. */
   assistant?: { id: string; systemPrompt: string };
 }
@@ -73,24 +76,76 @@ export interface GenerationInput {
   /** Text to speak (tts). */
   text?: string;
   params: Record<string, unknown>;
+  /** Text: the options given, as checked (kept here so a queued or retried run has them). */
+  textOptions?: TextOptions;
 }
 
 export const MAX_PROMPT_LENGTH = 8000;
 
+const TextPartSchema = z.object({ type: z.literal('text'), text: z.string().max(1_000_000) });
 const ContentPartSchema = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('text'), text: z.string().max(1_000_000) }),
+  TextPartSchema,
   z.object({ type: z.literal('image_url'), image_url: z.object({ url: z.string().max(8 * 1024 * 1024) }) }),
 ]);
-const MessageSchema = z.object({
-  role: z.enum(['system', 'user', 'assistant']),
-  content: z.union([z.string().max(1_000_000), z.array(ContentPartSchema).min(1).max(50)]),
+const ContentSchema = z.union([z.string().max(1_000_000), z.array(ContentPartSchema).min(1).max(50)]);
+const ToolCallSchema = z.object({
+  id: z.string().min(1).max(256),
+  type: z.literal('function'),
+  function: z.object({ name: ToolNameSchema, arguments: z.string().max(1_000_000) }),
 });
+/**
+ * A message by its role. An assistant message may carry the tool calls it made (then its content
+ * may be null or absent); a `tool` message answers one of them by id, with text.
+ */
+const MessageSchema = z.discriminatedUnion('role', [
+  z.object({ role: z.enum(['system', 'user']), content: ContentSchema }),
+  z.object({ role: z.literal('assistant'), content: ContentSchema.nullish(), tool_calls: z.array(ToolCallSchema).max(MAX_TOOLS).nullish() }),
+  z.object({
+    role: z.literal('tool'),
+    content: z.union([z.string().max(1_000_000), z.array(TextPartSchema).min(1).max(50)]),
+    tool_call_id: z.string().min(1).max(256),
+  }),
+]);
 const MessagesSchema = z.array(MessageSchema).min(1, 'must not be empty').max(1000);
+type ParsedMessage = z.infer<typeof MessageSchema>;
 
 function messageText(message: ChatMessage): string {
-  return typeof message.content === 'string'
-    ? message.content
-    : message.content.map((p) => (p.type === 'text' ? p.text : '')).join(' ');
+  const calls = (message.tool_calls ?? []).map((call) => `${call.function.name} ${call.function.arguments}`);
+  const content =
+    message.content === null
+      ? ''
+      : typeof message.content === 'string'
+        ? message.content
+        : message.content.map((p) => (p.type === 'text' ? p.text : '')).join(' ');
+  return [content, ...calls].filter((text) => text !== '').join(' ');
+}
+
+/** A parsed message as the domain keeps it: only the fields its role has, none left undefined. */
+function chatMessage(message: ParsedMessage): ChatMessage {
+  if (message.role === 'tool') return { role: 'tool', content: message.content, tool_call_id: message.tool_call_id };
+  if (message.role !== 'assistant') return { role: message.role, content: message.content };
+  const calls: ToolCall[] = message.tool_calls ?? [];
+  return calls.length > 0 ? { role: 'assistant', content: message.content ?? null, tool_calls: calls } : { role: 'assistant', content: message.content ?? null };
+}
+
+/**
+ * A conversation with tools: only for a model that declares them; an assistant message says
+ * something or calls something; a tool message answers a call made earlier in the conversation
+ * (an upstream would refuse it after the price was held).
+ */
+function checkToolTurns(messages: ChatMessage[], field: string, model: CatalogModel): void {
+  const called = new Set<string>();
+  messages.forEach((message, index) => {
+    const usesTools = message.role === 'tool' || (message.tool_calls?.length ?? 0) > 0;
+    if (usesTools && model.config.supports_tools !== true) throw AppError.validation(`${field}.${index}`, `${model.slug} does not support tools`);
+    if (message.role === 'assistant' && message.content === null && !message.tool_calls) {
+      throw AppError.validation(`${field}.${index}.content`, 'is required unless the message has tool_calls');
+    }
+    for (const call of message.tool_calls ?? []) called.add(call.id);
+    if (message.role === 'tool' && !called.has(message.tool_call_id ?? '')) {
+      throw AppError.validation(`${field}.${index}.tool_call_id`, 'answers no tool call of an earlier assistant message');
+    }
+  });
 }
 
 function parseMessages(raw: unknown, field: string, model: CatalogModel): ChatMessage[] {
@@ -99,11 +154,12 @@ function parseMessages(raw: unknown, field: string, model: CatalogModel): ChatMe
     const issue = parsed.error.issues[0];
     throw AppError.validation([field, ...(issue?.path ?? [])].join('.'), issue?.message ?? 'is invalid');
   }
-  const messages = parsed.data as ChatMessage[];
+  const messages = parsed.data.map(chatMessage);
   if (!model.config.supports_vision) {
     const withImage = messages.findIndex((m) => Array.isArray(m.content) && m.content.some((p) => p.type === 'image_url'));
     if (withImage >= 0) throw AppError.validation(`${field}.${withImage}.content`, 'this model does not accept images');
   }
+  checkToolTurns(messages, field, model);
   return messages;
 }
 
@@ -141,15 +197,21 @@ export function normalizeInput(model: CatalogModel, request: GenerateRequest): G
       );
       if (system.length > 0) messages = [{ role: 'system', content: system.join('\n\n') }, ...messages];
       if (!messages.some((m) => m.role === 'user')) errors.push({ field: 'messages', message: 'needs at least one user message' });
+      const textOptions = parseTextOptions(model, request.textOptions ?? {});
       const maxContext = typeof model.config.max_context === 'number' ? model.config.max_context : null;
-      const characters = messages.reduce((n, m) => n + messageText(m).length, 0);
+      // The tools' definitions are part of what the model reads.
+      const toolsLength = textOptions.tools ? JSON.stringify(textOptions.tools).length : 0;
+      const characters = messages.reduce((n, m) => n + messageText(m).length, toolsLength);
       // About four characters a token: a request that cannot fit the context is refused up front.
       if (maxContext && characters > maxContext * 4) {
         errors.push({ field: 'messages', message: `too long for this model's context of ${maxContext} tokens` });
       }
       if (errors.length) throw new AppError('validation_failed', { errors });
       const lastUser = [...messages].reverse().find((m) => m.role === 'user');
-      return { prompt: lastUser ? messageText(lastUser) : null, messages, params };
+      const input: GenerationInput = { prompt: lastUser ? messageText(lastUser) : null, messages, params };
+      // Only when some option is given: a stored input without options stays as it always was.
+      if (Object.keys(textOptions).length > 0) input.textOptions = textOptions;
+      return input;
     }
     case 'image':
     case 'video':

@@ -8,7 +8,7 @@ import type { Clock } from '../clock';
 import { Generation } from '../db/entities';
 import type { Logger } from '../log';
 import type { ProviderRegistry } from '../providers/registry';
-import { ProviderError, Usage } from '../providers/types';
+import { FinishReason, ProviderError, Usage } from '../providers/types';
 import type { Storage } from '../storage';
 import type { ProviderSlots, ReleaseSlot } from '../providers/concurrency';
 import type { InputProblem } from '../providers/types';
@@ -17,7 +17,8 @@ import { textRequest } from './execute';
 import { BUSY_RETRY_MS, BUSY_TOO_LONG, busyAsRateLimited, JOB_SLOT_WAIT_MS, MAX_BUSY_WAIT_MS, ProviderBusyError, ProviderCalls } from './provider-calls';
 import { readInput } from './stored-input';
 import type { CompletionSet, FailureSet, GenerationStore } from './store';
-import type { DeferredRun, EndFacts, Ended, FailureKind, GenerationEndListener, InputFetcher, Outcome } from './types';
+import { textMetadata, ToolCallAssembly } from './tool-calls';
+import type { DeferredRun, EndFacts, Ended, FailureKind, GenerationEndListener, InputFetcher, Outcome, StreamPart } from './types';
 import { jobIds } from '../queue/job-ids';
 
 const UNKNOWN: EndFacts = { hasWebhooks: null };
@@ -222,15 +223,17 @@ export class GenerationRunner {
   }
 
   /**
-   * Streams a text generation: yields deltas as the provider sends them, then completes (charging
-   * once) or fails. If `signal` aborts (the client went away) the provider call stops and the
-   * generation fails uncharged: nobody received it whole.
+   * Streams a text generation: yields deltas (text, tool-call pieces) as the provider sends them,
+   * then completes (charging once) or fails. If `signal` aborts (the client went away) the
+   * provider call stops and the generation fails uncharged: nobody received it whole.
    */
-  async *streamText(generation: Generation, model: CatalogModel, signal: AbortSignal): AsyncGenerator<string, Ended> {
+  async *streamText(generation: Generation, model: CatalogModel, signal: AbortSignal): AsyncGenerator<StreamPart, Ended> {
     const run = this.runSignal(generation.id, model.timeoutSeconds * 1000, signal);
     const combined = run.signal;
     const candidate = this.calls.candidates(model)[0];
     let content = '';
+    const toolCalls = new ToolCallAssembly();
+    let finishReason: FinishReason | null = null;
     let usage: Usage | null = null;
     let release: ReleaseSlot | null = null;
     let ended: Ended | null = null;
@@ -248,18 +251,23 @@ export class GenerationRunner {
             content += chunk.delta;
             yield chunk.delta;
           }
+        } else if ('toolCall' in chunk) {
+          yield toolCalls.add(chunk.toolCall);
+        } else if ('finish' in chunk) {
+          finishReason = chunk.finish;
         } else {
           usage = chunk.usage;
         }
       }
       if (signal.aborted) throw new ProviderError('timeout', 'Client disconnected before the end of the stream');
       if (combined.aborted) throw new ProviderError('timeout', 'The model did not answer in time');
+      const calls = toolCalls.calls(candidate.adapter.name);
       ended = await this.complete(generation, {
         provider: candidate.adapter.name,
         resultText: content,
         file: null,
         thumbnail: null,
-        metadata: {},
+        metadata: textMetadata({ finishReason: finishReason ?? (calls.length > 0 ? 'tool_calls' : 'stop'), toolCalls: calls }),
         usage: usage ?? { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
         seed: null,
       });

@@ -29,7 +29,7 @@ import { normalizeParams } from './params';
 import { CANCELLED, GenerationRunner } from './runner';
 import { GenerationStore, HeldInsert, pendingGeneration } from './store';
 import { readInput, serializeInput } from './stored-input';
-import type { Conversation, GenerationCaller, RunJob, StartOptions, Started, Streamed, StreamEnd } from './types';
+import type { Conversation, GenerationCaller, RunJob, StartOptions, Started, Streamed, StreamEnd, StreamPart } from './types';
 import { jobIds } from '../queue/job-ids';
 
 /** Params that name media the service will fetch. */
@@ -143,7 +143,7 @@ export class Generations {
   }
 
   /**
-   * Accepts a text request and streams it: the deltas as the provider sends them, then the end
+   * Accepts a text request and streams it: the deltas (text, tool-call pieces) as the provider sends them, then the end
    * (charged once if it completes; if `signal` aborts, the client went away: the provider call
    * stops and nothing is charged). No deltas for a replay or a request refused at once.
    */
@@ -156,7 +156,7 @@ export class Generations {
     return { ...accepted, balance, deltas: this.streamRun(accepted.generation, accepted.model, signal) };
   }
 
-  private async *streamRun(generation: Generation, model: CatalogModel, signal: AbortSignal): AsyncGenerator<string, StreamEnd> {
+  private async *streamRun(generation: Generation, model: CatalogModel, signal: AbortSignal): AsyncGenerator<StreamPart, StreamEnd> {
     const ended = yield* this.deps.runner.streamText(generation, model, signal);
     return { generation: ended.generation, balance: ended.balance ?? (await this.balanceOf(generation.userId)) };
   }

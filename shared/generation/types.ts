@@ -3,7 +3,7 @@ import type { CatalogModel, Category } from '../catalog/types';
 import type { Generation, GenerationSource, User } from '../db/entities';
 import type { LimitSnapshot } from '../limits';
 import type { Plan } from '../plans';
-import type { ChatMessage, FileOutput, ProviderErrorKind, Usage } from '../providers/types';
+import type { ChatMessage, FileOutput, ProviderErrorKind, ToolCallDelta, Usage } from '../providers/types';
 
 /** Who asks: the account and the plan in force. */
 export interface GenerationCaller {
@@ -74,9 +74,16 @@ export interface StreamEnd {
   balance: number;
 }
 
+/**
+ * What a stream yields as it comes: text, or a piece of a tool call (the first piece of call
+ * `index` has its id and name, then its arguments' JSON arrives in pieces). Why it finished and
+ * the whole tool calls are in the ended generation's result metadata (tool-calls.ts).
+ */
+export type StreamPart = string | ToolCallDelta;
+
 /** A streamed generation: the text as it comes, then its end; no deltas when there is nothing to run. */
 export interface Streamed extends Started {
-  deltas: AsyncGenerator<string, StreamEnd> | null;
+  deltas: AsyncGenerator<StreamPart, StreamEnd> | null;
 }
 
 /** A generation as a run left it, with its owner's balance when this run charged it. */

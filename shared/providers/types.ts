@@ -48,9 +48,56 @@ export interface FileOutput {
 
 export type ContentPart = { type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string } };
 
+/**
+ * A call of a tool the model asked for (OpenAI's chat shape, which the domain's messages speak):
+ * `arguments` is the JSON text the model wrote, not parsed, as every protocol passes it on.
+ */
+export interface ToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
+
+/**
+ * One message of a conversation. An assistant message that called tools carries `tool_calls`
+ * (its content may then be null); a `tool` message answers one of those calls by its id.
+ */
 export interface ChatMessage {
-  role: 'system' | 'user' | 'assistant';
-  content: string | ContentPart[];
+  role: 'system' | 'user' | 'assistant' | 'tool';
+  content: string | ContentPart[] | null;
+  tool_calls?: ToolCall[];
+  tool_call_id?: string;
+}
+
+/** A tool the model may call: a function with a JSON Schema of its arguments. */
+export interface ToolDefinition {
+  type: 'function';
+  function: { name: string; description?: string; parameters?: Record<string, unknown>; strict?: boolean };
+}
+
+/** Whether the model may (`auto`), must (`required`, or this function) or must not (`none`) call a tool. */
+export type ToolChoice = 'none' | 'auto' | 'required' | { type: 'function'; function: { name: string } };
+
+/** The shape of the answer: free text, any JSON object, or JSON matching a schema. */
+export type ResponseFormat =
+  | { type: 'text' }
+  | { type: 'json_object' }
+  | { type: 'json_schema'; json_schema: { name: string; description?: string; schema?: Record<string, unknown>; strict?: boolean } };
+
+/** Why the model stopped: it ended (or hit a stop sequence), ran out of tokens, called tools, or was filtered. */
+export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter';
+
+/**
+ * What a text request may ask beyond the conversation, each only when given. A provider that can
+ * honours `stop`; tools and response formats reach only models whose catalog entry declares them
+ * (`supports_tools`, `supports_response_format`), checked at acceptance.
+ */
+export interface TextOptions {
+  /** Up to 4 sequences; the answer ends before the first one that appears. */
+  stop?: string[];
+  tools?: ToolDefinition[];
+  toolChoice?: ToolChoice;
+  responseFormat?: ResponseFormat;
 }
 
 export interface Usage {
@@ -59,7 +106,7 @@ export interface Usage {
   total_tokens: number;
 }
 
-export interface TextRequest {
+export interface TextRequest extends TextOptions {
   upstreamModel: string;
   messages: ChatMessage[];
   temperature: number;
@@ -68,11 +115,27 @@ export interface TextRequest {
 }
 
 export interface TextResult {
+  /** The answer's text; empty when the model only called tools. */
   content: string;
+  /** The tools the model called, in order (empty when none). */
+  toolCalls: ToolCall[];
+  finishReason: FinishReason;
   usage: Usage;
 }
 
-export type TextChunk = { delta: string } | { usage: Usage };
+/**
+ * A piece of tool call `index` as a stream sends it: its first piece has the id and the name, the
+ * arguments' JSON text comes in pieces to be joined.
+ */
+export interface ToolCallDelta {
+  index: number;
+  id?: string;
+  name?: string;
+  arguments?: string;
+}
+
+/** What a text stream yields: text, a piece of a tool call, why it finished, and the usage last. */
+export type TextChunk = { delta: string } | { toolCall: ToolCallDelta } | { finish: FinishReason } | { usage: Usage };
 
 export interface TextProvider {
   complete(request: TextRequest, options: CallOptions): Promise<TextResult>;

@@ -146,7 +146,8 @@ export class TelegramDelivery {
         let text = '';
         let next = await stream.next();
         while (!next.done) {
-          text += next.value;
+          // A chat turn asks for no tools: only text comes, but a tool-call piece is no text.
+          if (typeof next.value === 'string') text += next.value;
           await view.progress(text);
           next = await stream.next();
         }

@@ -5,6 +5,11 @@
  * (`b64_json` or `url` results), `/v1/audio/speech` (audio bytes), `/v1/audio/transcriptions`
  * (multipart; `json` / `verbose_json`, and the gpt-4o transcribers refuse `verbose_json` as the
  * real API does), error bodies `{error: {message, type, param, code}}` and `Retry-After`.
+ * Chat takes `tools` / `tool_choice` and answers a tool call as OpenAI does (content null,
+ * `finish_reason: "tool_calls"`; streamed as indexed `delta.tool_calls`, the arguments in pieces)
+ * until the conversation ends with a tool's answer; it refuses what OpenAI refuses (a tool message
+ * answering no call, a `tool_choice` without tools, `json_object` without the word JSON), and it
+ * cuts its reply at the first `stop` sequence.
  * Every request is recorded; failures are scripted per request with `next(...)`.
  */
 import { spawnSync } from 'node:child_process';
@@ -95,6 +100,8 @@ export class FakeOpenAI {
   echoKey = false;
   /** Seconds of audio the speech endpoint returns. */
   speechSeconds = 1;
+  /** The arguments (JSON text) of the tool calls the chat model makes. */
+  toolArguments = '{"city":"Paris","unit":"celsius"}';
   /** Streams that the client closed before their end. */
   abortedStreams = 0;
   /** Words of the current stream already sent. */
@@ -103,6 +110,7 @@ export class FakeOpenAI {
   private readonly files = new Map<string, Buffer>();
   private readonly server: http.Server;
   private nextFile = 1;
+  private nextCall = 1;
   private streamFault: Extract<FakeBehaviour, { kind: 'stream_error' | 'stream_cut' }> | null = null;
 
   constructor(options: { apiKey?: string } = {}) {
@@ -143,6 +151,7 @@ export class FakeOpenAI {
     this.imageResult = 'b64_json';
     this.echoKey = false;
     this.speechSeconds = 1;
+    this.toolArguments = '{"city":"Paris","unit":"celsius"}';
     this.abortedStreams = 0;
     this.streamedWords = 0;
   }
@@ -245,8 +254,8 @@ export class FakeOpenAI {
     }
   }
 
-  private error(res: ServerResponse, status: number, message: string, type: string, code: string | null, headers: Record<string, string> = {}): void {
-    const body = JSON.stringify({ error: { message, type, param: null, code } });
+  private error(res: ServerResponse, status: number, message: string, type: string, code: string | null, headers: Record<string, string> = {}, param: string | null = null): void {
+    const body = JSON.stringify({ error: { message, type, param, code } });
     res.writeHead(status, { 'content-type': 'application/json', ...headers });
     res.end(body);
   }
@@ -256,20 +265,80 @@ export class FakeOpenAI {
     res.end(JSON.stringify(body));
   }
 
+  /** What OpenAI refuses about tools, formats and tool turns before it generates anything, or null. */
+  private chatProblem(body: Record<string, unknown>): { message: string; param: string; code: string | null } | null {
+    const tools = body.tools;
+    if (tools !== undefined) {
+      if (!Array.isArray(tools) || tools.length === 0) return { message: "Invalid 'tools': empty array. Expected an array with minimum length 1.", param: 'tools', code: 'empty_array' };
+      for (const [i, tool] of (tools as Array<Record<string, unknown>>).entries()) {
+        const fn = tool?.function as Record<string, unknown> | undefined;
+        if (tool?.type !== 'function' || typeof fn?.name !== 'string') return { message: `Missing required parameter: 'tools[${i}].function.name'.`, param: `tools[${i}].function.name`, code: 'missing_required_parameter' };
+      }
+    }
+    const choice = body.tool_choice;
+    if (choice !== undefined && tools === undefined) {
+      return { message: "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified.", param: 'tool_choice', code: null };
+    }
+    if (typeof choice === 'object' && choice !== null) {
+      const name = ((choice as Record<string, unknown>).function as Record<string, unknown> | undefined)?.name;
+      if (!(tools as Array<{ function: { name: string } }>).some((t) => t.function.name === name)) {
+        return { message: `Invalid value for 'tool_choice': no function named '${String(name)}' was specified in the 'tools' parameter.`, param: 'tool_choice', code: null };
+      }
+    }
+    const messages = body.messages as Array<Record<string, unknown>>;
+    const called = new Set<string>();
+    for (const [i, message] of messages.entries()) {
+      for (const call of (message.tool_calls as Array<{ id: string }> | undefined) ?? []) called.add(call.id);
+      if (message.role === 'tool' && !called.has(String(message.tool_call_id))) {
+        return { message: "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.", param: `messages.[${i}].role`, code: null };
+      }
+    }
+    const format = body.response_format as Record<string, unknown> | undefined;
+    if (format?.type === 'json_schema' && typeof (format.json_schema as Record<string, unknown> | undefined)?.name !== 'string') {
+      return { message: "Missing required parameter: 'response_format.json_schema'.", param: 'response_format.json_schema', code: 'missing_required_parameter' };
+    }
+    if (format?.type === 'json_object' && !/json/i.test(JSON.stringify(messages))) {
+      return { message: "'messages' must contain the word 'json' in some form, to use 'response_format' of type 'json_object'.", param: 'messages', code: null };
+    }
+    return null;
+  }
+
+  /** The call the model makes: the function `tool_choice` names, else the first tool; none when told `none` or when a tool just answered. */
+  private toolCallFor(body: Record<string, unknown>): { id: string; type: 'function'; function: { name: string; arguments: string } } | null {
+    const tools = body.tools as Array<{ function: { name: string } }> | undefined;
+    const messages = body.messages as Array<Record<string, unknown>>;
+    if (!tools || body.tool_choice === 'none' || messages.at(-1)?.role === 'tool') return null;
+    const choice = body.tool_choice as { function?: { name: string } } | undefined;
+    const name = typeof choice === 'object' && choice.function ? choice.function.name : (tools[0]?.function.name ?? '');
+    return { id: `call_fake${this.nextCall++}`, type: 'function', function: { name, arguments: this.toolArguments } };
+  }
+
+  /** The reply up to the first stop sequence, as OpenAI cuts it (the sequence itself is not sent). */
+  private replyFor(body: Record<string, unknown>): string {
+    const stop = typeof body.stop === 'string' ? [body.stop] : Array.isArray(body.stop) ? (body.stop as string[]) : [];
+    const cuts = stop.map((sequence) => this.reply.indexOf(sequence)).filter((at) => at >= 0);
+    return cuts.length > 0 ? this.reply.slice(0, Math.min(...cuts)) : this.reply;
+  }
+
   private async chat(body: Record<string, unknown> | null, res: ServerResponse): Promise<void> {
     if (!body || typeof body.model !== 'string') return this.error(res, 400, "you must provide a model parameter", 'invalid_request_error', null);
     if (!Array.isArray(body.messages) || body.messages.length === 0) {
       return this.error(res, 400, "Invalid 'messages': empty array. Expected an array with minimum length 1.", 'invalid_request_error', 'empty_array');
     }
+    const problem = this.chatProblem(body);
+    if (problem) return this.error(res, 400, problem.message, 'invalid_request_error', problem.code, {}, problem.param);
     const id = `chatcmpl-${Date.now()}`;
     const created = Math.floor(Date.now() / 1000);
+    const toolCall = this.toolCallFor(body);
+    const reply = this.replyFor(body);
     if (body.stream !== true) {
+      const message = toolCall ? { role: 'assistant', content: null, tool_calls: [toolCall], refusal: null } : { role: 'assistant', content: reply, refusal: null };
       this.send(res, {
         id,
         object: 'chat.completion',
         created,
         model: body.model,
-        choices: [{ index: 0, message: { role: 'assistant', content: this.reply, refusal: null }, logprobs: null, finish_reason: 'stop' }],
+        choices: [{ index: 0, message, logprobs: null, finish_reason: toolCall ? 'tool_calls' : 'stop' }],
         usage: this.usage,
       });
       return;
@@ -286,8 +355,23 @@ export class FakeOpenAI {
     const chunk = (choices: unknown[], extra: Record<string, unknown> = {}): string =>
       `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: body.model, system_fingerprint: 'fp_fake', choices, ...(includeUsage ? { usage: null } : {}), ...extra })}\n\n`;
     res.write(': keep-alive comment, as OpenRouter sends\n\n');
+    if (toolCall) {
+      // As OpenAI streams a call: id, type and name with empty arguments, then the arguments in pieces.
+      res.write(chunk([{ index: 0, delta: { role: 'assistant', content: null }, logprobs: null, finish_reason: null }]));
+      const { name, arguments: args } = toolCall.function;
+      res.write(chunk([{ index: 0, delta: { tool_calls: [{ index: 0, id: toolCall.id, type: 'function', function: { name, arguments: '' } }] }, logprobs: null, finish_reason: null }]));
+      for (let at = 0; at < args.length; at += 5) {
+        if (this.chunkDelayMs > 0) await sleep(this.chunkDelayMs);
+        if (closed) return;
+        res.write(chunk([{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: args.slice(at, at + 5) } }] }, logprobs: null, finish_reason: null }]));
+      }
+      res.write(chunk([{ index: 0, delta: {}, logprobs: null, finish_reason: 'tool_calls' }]));
+      if (includeUsage) res.write(chunk([], { usage: this.usage }));
+      res.end('data: [DONE]\n\n');
+      return;
+    }
     res.write(chunk([{ index: 0, delta: { role: 'assistant', content: '', refusal: null }, logprobs: null, finish_reason: null }]));
-    const words = this.reply.split(' ');
+    const words = reply.split(' ');
     const fault = this.streamFault;
     this.streamFault = null;
     this.streamedWords = 0;

@@ -18,10 +18,12 @@ import type {
   TextChunk,
   TextRequest,
   TextResult,
+  ToolCall,
   VideoRequest,
   VideoResult,
 } from '../../shared/providers/types';
 import { ProviderError } from '../../shared/providers/types';
+import { cutAtStop } from '../../shared/providers/stop-sequences';
 
 export type Behaviour =
   | { kind: 'succeed'; delayMs?: number }
@@ -55,8 +57,14 @@ export class FakeProvider {
   /** Why each hanging call was stopped (its abort reason), in order. */
   readonly aborts: string[] = [];
   private readonly script: Behaviour[] = [];
-  /** Text the fake answers with; the words are streamed one by one. */
+  /** Text the fake answers with; the words are streamed one by one (cut at a stop sequence, as models do). */
   reply = 'Hello from the fake model';
+  /**
+   * Calls the fake makes instead of answering, when the request offers tools (and does not say
+   * `none`) and its last message is not already a tool's answer; streamed as id and name, then
+   * the arguments in two pieces.
+   */
+  toolCalls: ToolCall[] = [];
 
   constructor(readonly name = 'fake') {}
 
@@ -70,6 +78,12 @@ export class FakeProvider {
     this.calls.length = 0;
     this.aborts.length = 0;
     this.reply = 'Hello from the fake model';
+    this.toolCalls = [];
+  }
+
+  private callsFor(request: TextRequest): ToolCall[] {
+    const offered = (request.tools?.length ?? 0) > 0 && request.toolChoice !== 'none';
+    return offered && request.messages.at(-1)?.role !== 'tool' ? this.toolCalls : [];
   }
 
   private async behave(options: CallOptions): Promise<void> {
@@ -102,20 +116,36 @@ export class FakeProvider {
         complete: async (request: TextRequest, options: CallOptions): Promise<TextResult> => {
           this.calls.push({ capability: 'text', request });
           await this.behave(options);
-          const words = this.reply.split(' ').length;
-          return { content: this.reply, usage: { prompt_tokens: 3, completion_tokens: words, total_tokens: 3 + words } };
+          const calls = this.callsFor(request);
+          const content = calls.length > 0 ? '' : cutAtStop(this.reply, request.stop).text;
+          const words = content === '' ? calls.length : content.split(' ').length;
+          return {
+            content,
+            toolCalls: calls,
+            finishReason: calls.length > 0 ? 'tool_calls' : 'stop',
+            usage: { prompt_tokens: 3, completion_tokens: words, total_tokens: 3 + words },
+          };
         },
         stream: (request: TextRequest, options: CallOptions): AsyncIterable<TextChunk> => {
           this.calls.push({ capability: 'text.stream', request });
           const behave = () => this.behave(options);
-          const words = this.reply.split(' ');
-          return (async function* () {
+          const calls = this.callsFor(request);
+          const words = calls.length > 0 ? [] : cutAtStop(this.reply, request.stop).text.split(' ');
+          return (async function* (): AsyncGenerator<TextChunk> {
             await behave();
             for (let i = 0; i < words.length; i++) {
               await sleep(5, options.signal);
               yield { delta: (i === 0 ? '' : ' ') + words[i] };
             }
-            yield { usage: { prompt_tokens: 3, completion_tokens: words.length, total_tokens: 3 + words.length } };
+            for (const [index, call] of calls.entries()) {
+              const half = Math.ceil(call.function.arguments.length / 2);
+              yield { toolCall: { index, id: call.id, name: call.function.name } };
+              yield { toolCall: { index, arguments: call.function.arguments.slice(0, half) } };
+              yield { toolCall: { index, arguments: call.function.arguments.slice(half) } };
+            }
+            yield { finish: calls.length > 0 ? 'tool_calls' : 'stop' };
+            const completion = words.length + calls.length;
+            yield { usage: { prompt_tokens: 3, completion_tokens: completion, total_tokens: 3 + completion } };
           })();
         },
       },

@@ -30,14 +30,16 @@ function request(overrides: Partial<TextRequest> = {}): TextRequest {
 
 const call = (signal: AbortSignal = new AbortController().signal): { signal: AbortSignal } => ({ signal });
 
-async function collect(stream: AsyncIterable<TextChunk>): Promise<{ deltas: string[]; usage: unknown }> {
+async function collect(stream: AsyncIterable<TextChunk>): Promise<{ deltas: string[]; finish: string | null; usage: unknown }> {
   const deltas: string[] = [];
+  let finish: string | null = null;
   let usage: unknown = null;
   for await (const chunk of stream) {
     if ('delta' in chunk) deltas.push(chunk.delta);
-    else usage = chunk.usage;
+    else if ('finish' in chunk) finish = chunk.finish;
+    else if ('usage' in chunk) usage = chunk.usage;
   }
-  return { deltas, usage };
+  return { deltas, finish, usage };
 }
 
 async function settle<T>(promise: Promise<T>): Promise<{ ok: true; value: T } | { ok: false; name: string; kind: string | null; message: string }> {
@@ -79,6 +81,12 @@ async function main(): Promise<void> {
     }),
     call(),
   );
+
+  // Stop sequences: a piece from the middle of the first answer (temperature 0 repeats it) cuts it there.
+  const middle = Math.floor(first.content.length / 2);
+  const stopSequence = first.content.slice(middle, middle + 3);
+  const stopped = await text.complete(request({ stop: [stopSequence] }), call());
+  const stoppedStream = await collect(text.stream(request({ stop: [stopSequence] }), call()));
 
   // Two at once: the second waits for the first (both queued), and each gets its own answer.
   const a = text.complete(request(), call());
@@ -126,6 +134,9 @@ async function main(): Promise<void> {
     again,
     streamed,
     longer,
+    stopSequence,
+    stopped,
+    stoppedStream,
     queuedTogether,
     both: both.map((r: TextResult) => r.content),
     aloneB: aloneB.content,

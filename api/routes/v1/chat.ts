@@ -3,17 +3,21 @@
  * a text generation like any other (plan gate, limits and their headers, hold and capture, history,
  * ledger, Idempotency-Key, content policy, webhooks); the answer is a chat completion, or with
  * `stream: true` OpenAI's server-sent chunks ending in `data: [DONE]`, billed exactly like our
- * own streams (a client that goes away is not charged).
+ * own streams (a client that goes away is not charged). Stop sequences, tools, tool choice, the
+ * response format and tool-call conversations go to the domain, which refuses what the model does
+ * not declare (400 naming the `param`) before anything is held; tool calls come back as
+ * `message.tool_calls` (content null when there is no text) with `finish_reason: "tool_calls"`,
+ * or streamed as OpenAI streams them.
  */
 import Router from '@koa/router';
 import { z } from 'zod';
 import type { GenerateRequest } from '../../../shared/generation/input';
-import type { StreamEnd } from '../../../shared/generation/types';
+import type { StreamEnd, StreamPart } from '../../../shared/generation/types';
 import { AppContext, AppCustom, AppState, callerOf } from '../../context';
 import { generationOptions, parseBody } from '../../http';
 import { requireAuth, setRateLimitHeaders } from '../../middleware/auth';
 import { presentError } from '../../presenters/errors';
-import { failedGenerationError, presentChatChunk, presentChatCompletion, usageOf } from '../../presenters/openai';
+import { chatEndOf, failedGenerationError, presentChatChunk, presentChatCompletion, presentToolCallDelta, usageOf } from '../../presenters/openai';
 import { clientGone, EventStream, pipeEvents } from '../../sse';
 
 const Message = z.looseObject({ role: z.string() });
@@ -28,6 +32,11 @@ const ChatBody = z.looseObject({
   n: z.literal(1, { message: 'only 1 choice is supported' }).nullish(),
   stream: z.boolean().nullish(),
   stream_options: z.looseObject({ include_usage: z.boolean().optional() }).nullish(),
+  // Checked by the domain against what the model declares (shared/generation/text-options.ts).
+  stop: z.unknown().optional(),
+  tools: z.unknown().optional(),
+  tool_choice: z.unknown().optional(),
+  response_format: z.unknown().optional(),
 });
 type ChatBody = z.infer<typeof ChatBody>;
 
@@ -41,15 +50,21 @@ function generateRequest(body: ChatBody): GenerateRequest {
   const params: Record<string, unknown> = {};
   if (body.temperature !== null && body.temperature !== undefined) params.temperature = body.temperature;
   if (maxTokens !== undefined) params.max_tokens = maxTokens;
-  return { model: body.model, messages: messagesOf(body), params, topLevel: {}, stream: body.stream === true };
+  const textOptions = { stop: body.stop, tools: body.tools, tool_choice: body.tool_choice, response_format: body.response_format };
+  return { model: body.model, messages: messagesOf(body), params, topLevel: {}, stream: body.stream === true, textOptions };
 }
 
-async function* chunks(ctx: AppContext, body: ChatBody, first: StreamEnd, deltas: AsyncGenerator<string, StreamEnd>) {
+/** A streamed part as the delta of its chunk: text as `content`, a tool-call piece under `tool_calls`. */
+function deltaOf(part: StreamPart) {
+  return typeof part === 'string' ? { content: part } : { tool_calls: [presentToolCallDelta(part)] };
+}
+
+async function* chunks(ctx: AppContext, body: ChatBody, first: StreamEnd, deltas: AsyncGenerator<StreamPart, StreamEnd>) {
   const { generation } = first;
   yield { event: null, data: presentChatChunk(generation, body.model, { delta: { role: 'assistant', content: '' } }) };
   let next = await deltas.next();
   while (!next.done) {
-    yield { event: null, data: presentChatChunk(generation, body.model, { delta: { content: next.value } }) };
+    yield { event: null, data: presentChatChunk(generation, body.model, { delta: deltaOf(next.value) }) };
     next = await deltas.next();
   }
   const ended = next.value.generation;
@@ -58,7 +73,7 @@ async function* chunks(ctx: AppContext, body: ChatBody, first: StreamEnd, deltas
     yield { event: null, data: presentError('openai', failedGenerationError(ended), ctx.state.requestId).body };
     return;
   }
-  yield { event: null, data: presentChatChunk(ended, body.model, { finish: 'stop' }) };
+  yield { event: null, data: presentChatChunk(ended, body.model, { finish: chatEndOf(ended).finishReason }) };
   if (body.stream_options?.include_usage) yield { event: null, data: presentChatChunk(ended, body.model, { usage: usageOf(ended) }) };
   yield { event: null, data: '[DONE]' };
 }

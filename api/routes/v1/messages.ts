@@ -23,6 +23,7 @@ import { presentError } from '../../presenters/errors';
 import { failedGenerationError } from '../../presenters/openai';
 import { clientGone, EventStream, pipeEvents } from '../../sse';
 import { generateRequestOf, MessagesBody } from './messages-request';
+import { textParts } from '../../../shared/generation/tool-calls';
 
 /**
  * A generation that is not being run by this request (a replay, or one refused at once): its
@@ -71,7 +72,7 @@ export function v1MessageRoutes(): Router<AppState, AppCustom> {
     if (request.stream) {
       const streamed = await generations.stream(callerOf(ctx), request, options, clientGone(ctx));
       if (streamed.limits) setRateLimitHeaders(ctx, streamed.limits);
-      const events = streamed.deltas ? liveEvents(ctx, body, streamed.generation, streamed.deltas) : wholeEvents(body, finished(streamed.generation));
+      const events = streamed.deltas ? liveEvents(ctx, body, streamed.generation, textParts(streamed.deltas)) : wholeEvents(body, finished(streamed.generation));
       pipeEvents(new EventStream(ctx), events, (error) => ctx.container.log.error({ err: error }, 'stream writer failed'));
       return;
     }

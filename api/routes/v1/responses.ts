@@ -24,6 +24,7 @@ import { failedGenerationError } from '../../presenters/openai';
 import { generationIdOfResponse, presentResponse, ResponseEvent, ResponseEvents, ResponseRecord, responseRecordOf } from '../../presenters/responses';
 import { clientGone, EventStream, pipeEvents } from '../../sse';
 import { ChatTurn, inResponsesTerms, refuseUnsupported, ResponsesBody, turnsOfInput } from './responses-input';
+import { textParts } from '../../../shared/generation/tool-calls';
 
 function previousNotFound(raw: string): AppError {
   // OpenAI's own words and code for it, which clients (Codex among them) recognise.
@@ -103,7 +104,7 @@ async function respond(ctx: AppContext, request: GenerateRequest, options: Start
     // Refused at once (the content policy): an error before any event, as for a request OpenAI refuses.
     if (!streamed.deltas && streamed.generation.status === 'failed') throw failedGenerationError(streamed.generation);
     const events = new ResponseEvents(streamed.generation, record);
-    const source = streamed.deltas ? liveEvents(events, streamed.deltas) : eventsAsItStands(events, streamed.generation);
+    const source = streamed.deltas ? liveEvents(events, textParts(streamed.deltas)) : eventsAsItStands(events, streamed.generation);
     pipeEvents(new EventStream(ctx), source, (error) => ctx.container.log.error({ err: error }, 'stream writer failed'));
     return;
   }

@@ -20,6 +20,7 @@ export type LlamaChatHistoryItem = { type: 'system'; text: string } | { type: 'u
 export interface LlamaPromptOptions {
   temperature: number;
   maxTokens: number;
+  customStopTriggers: string[];
   signal: AbortSignal;
   onTextChunk: (text: string) => void;
   onToken: (tokens: LlamaToken[]) => void;

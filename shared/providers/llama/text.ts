@@ -6,6 +6,8 @@
  * Usage is counted in the model's tokens: `prompt_tokens` is the whole templated conversation as
  * the tokenizer splits it, `completion_tokens` the tokens the model generated. The sequence keeps
  * what it evaluated, so a follow-up turn of the same conversation re-uses the common prefix.
+ * Stop sequences are llama.cpp's custom stop triggers; a reply cut by `max_tokens` finishes with
+ * `length`. Tools and response formats are not offered (the catalog declares neither).
  */
 import { abortError } from '../abort';
 import { ProviderError } from '../types';
@@ -24,6 +26,9 @@ export interface LlamaSession {
 }
 
 function textOf(message: ChatMessage): string {
+  // The catalog declares no tool support for this model, so acceptance refuses tool conversations.
+  if (message.role === 'tool' || message.tool_calls?.length) throw new ProviderError('bad_request', 'the local GGUF model does not call tools');
+  if (message.content === null) return '';
   if (typeof message.content === 'string') return message.content;
   if (message.content.some((part) => part.type !== 'text')) {
     throw new ProviderError('bad_request', 'the local GGUF model reads text only: send no images');
@@ -38,7 +43,7 @@ export function toChat(messages: ChatMessage[]): { history: LlamaChatHistoryItem
   const history = messages.slice(0, -1).map((message): LlamaChatHistoryItem => {
     const text = textOf(message);
     if (message.role === 'assistant') return { type: 'model', response: [text] };
-    return { type: message.role, text };
+    return { type: message.role === 'system' ? 'system' : 'user', text };
   });
   return { history, prompt: textOf(last) };
 }
@@ -99,6 +104,7 @@ export class LlamaTextProvider implements TextProvider {
       const settled = end.outcome;
       if (!settled) throw new ProviderError('unavailable', 'the local model stopped without an answer');
       if (!settled.ok) throw settled.error;
+      yield { finish: settled.result.finishReason };
       yield { usage: settled.result.usage };
     } finally {
       if (!finished) stop.abort(new ProviderError('timeout', 'the stream was closed'));
@@ -128,6 +134,8 @@ export class LlamaTextProvider implements TextProvider {
         const result = await session.promptWithMeta(prompt, {
           temperature: request.temperature,
           maxTokens,
+          // llama.cpp stops on them and leaves them out of the answer (and holds back text that may begin one).
+          customStopTriggers: request.stop ?? [],
           signal,
           onTextChunk: (text) => {
             if (text !== '') onDelta(text);
@@ -139,6 +147,8 @@ export class LlamaTextProvider implements TextProvider {
         if (signal.aborted) throw abortError(signal);
         return {
           content: result.responseText,
+          toolCalls: [],
+          finishReason: result.stopReason === 'maxTokens' ? 'length' : 'stop',
           usage: { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens },
         };
       } finally {

@@ -12,13 +12,16 @@
  *   messages' text, `completion_tokens` the number of words in the reply. `maxTokens` caps the
  *   reply's words; without it the reply is about 60–120 words, always whole sentences (a cap
  *   shorter than any sentence cuts one sentence and closes it with a full stop).
+ * - Stop sequences cut the reply before the first one that appears (finish reason `stop`); a reply
+ *   that used the whole `maxTokens` budget finishes with `length`. It calls no tools.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { hashString, seededRng } from '../../random';
 import { throwIfAborted } from '../abort';
 import { ProviderError } from '../types';
-import type { CallOptions, ChatMessage, TextChunk, TextProvider, TextRequest, TextResult, Usage } from '../types';
+import { cutAtStop } from '../stop-sequences';
+import type { CallOptions, ChatMessage, FinishReason, TextChunk, TextProvider, TextRequest, TextResult, Usage } from '../types';
 
 const BOS = '\u0002';
 const EOS = '\u0003';
@@ -288,6 +291,7 @@ function keywordsOf(c: Chain, text: string): string[] {
 // ---------------------------------------------------------------------------------------------
 
 export function messageText(message: ChatMessage): string {
+  if (message.content === null) return '';
   if (typeof message.content === 'string') return message.content;
   return message.content
     .filter((part): part is { type: 'text'; text: string } => part.type === 'text')
@@ -366,17 +370,29 @@ function usageFor(request: TextRequest, content: string): Usage {
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
 }
 
+/**
+ * The reply as answered: cut before the first stop sequence (`stop`), else `length` when it used
+ * the whole `maxTokens` budget of words, else a natural `stop`.
+ */
+function answer(request: TextRequest): { content: string; finishReason: FinishReason } {
+  const reply = generateReply(request);
+  const cut = cutAtStop(reply, request.stop);
+  if (cut.stopped) return { content: cut.text, finishReason: 'stop' };
+  const usedBudget = request.maxTokens !== null && countWords(reply) >= request.maxTokens;
+  return { content: reply, finishReason: usedBudget ? 'length' : 'stop' };
+}
+
 export class LocalTextProvider implements TextProvider {
   async complete(request: TextRequest, options: CallOptions): Promise<TextResult> {
     throwIfAborted(options.signal);
-    const content = generateReply(request);
+    const { content, finishReason } = answer(request);
     options.onProgress?.(100);
-    return { content, usage: usageFor(request, content) };
+    return { content, toolCalls: [], finishReason, usage: usageFor(request, content) };
   }
 
   async *stream(request: TextRequest, options: CallOptions): AsyncIterable<TextChunk> {
     throwIfAborted(options.signal);
-    const content = generateReply(request);
+    const { content, finishReason } = answer(request);
     const words = content.split(' ');
     for (let i = 0; i < words.length; i++) {
       // Give the event loop a turn between words, so an abort (a client going away) lands promptly.
@@ -385,6 +401,7 @@ export class LocalTextProvider implements TextProvider {
       yield { delta: i === 0 ? words[i] : ` ${words[i]}` };
       options.onProgress?.(Math.round(((i + 1) / words.length) * 100));
     }
+    yield { finish: finishReason };
     yield { usage: usageFor(request, content) };
   }
 }

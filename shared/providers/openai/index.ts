@@ -1,6 +1,7 @@
 /**
  * One adapter for every OpenAI-compatible API (OpenAI itself, OpenRouter, Groq, Together, a
- * llama.cpp server, Ollama, vLLM): chat completions (plain and SSE-streamed), image generations,
+ * llama.cpp server, Ollama, vLLM): chat completions (plain and SSE-streamed, with tools, response
+ * formats and stop sequences passed through when asked: chat-wire.ts), image generations,
  * speech and transcriptions, under `{baseUrl}`. Stateless: each call carries what it needs;
  * `fetch` is injected (the global one by default). Failures are ProviderErrors:
  * 429 → rate_limited (with Retry-After), a content-policy 400 → refused (the provider's message),
@@ -28,6 +29,7 @@ import {
   Usage,
 } from '../types';
 import { isRecord } from '../upstream-http';
+import { chatBody, finishReasonFrom, toolCallDeltasFrom, toolCallsFrom } from './chat-wire';
 import { Upstream, UpstreamOptions } from './http';
 import { languageCode } from './languages';
 import { sseData } from './sse';
@@ -61,21 +63,6 @@ function firstChoice(value: unknown): Record<string, unknown> | null {
   return isRecord(choice) ? choice : null;
 }
 
-function chatBody(request: TextRequest, stream: boolean): Record<string, unknown> {
-  const body: Record<string, unknown> = {
-    model: request.upstreamModel,
-    // Strings and vision content parts (`text` / `image_url`) are already in the API's shape.
-    messages: request.messages.map((m) => ({ role: m.role, content: m.content })),
-    temperature: request.temperature,
-  };
-  if (request.maxTokens !== null) body.max_tokens = request.maxTokens;
-  if (stream) {
-    body.stream = true;
-    body.stream_options = { include_usage: true };
-  }
-  return body;
-}
-
 /** Models whose transcription endpoint answers only `json`/`text` (OpenAI's gpt-4o transcribers). */
 function jsonOnlyTranscriber(model: string): boolean {
   return /^gpt-4o.*transcribe/i.test(model);
@@ -99,11 +86,14 @@ export function createOpenAIProvider(options: OpenAIProviderOptions): ProviderAd
     if (!message) throw malformed('chat');
     if (typeof message.refusal === 'string' && message.refusal !== '') throw new ProviderError('refused', upstream.scrub(message.refusal));
     const content = typeof message.content === 'string' ? message.content : '';
-    if (choice?.finish_reason === 'content_filter' && content === '') {
+    const toolCalls = toolCallsFrom(message);
+    if (!toolCalls) throw malformed('chat');
+    if (choice?.finish_reason === 'content_filter' && content === '' && toolCalls.length === 0) {
       throw new ProviderError('refused', `The ${name} provider withheld the answer under its content policy`);
     }
+    const finishReason = finishReasonFrom(choice?.finish_reason) ?? (toolCalls.length > 0 ? 'tool_calls' : 'stop');
     const usage = usageFrom(isRecord(json) ? json.usage : null) ?? { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
-    return { content, usage };
+    return { content, toolCalls, finishReason, usage };
   }
 
   async function* stream(request: TextRequest, call: CallOptions): AsyncGenerator<TextChunk> {
@@ -132,8 +122,15 @@ export function createOpenAIProvider(options: OpenAIProviderOptions): ProviderAd
         const delta = isRecord(choice.delta) ? choice.delta : null;
         if (delta && typeof delta.refusal === 'string' && delta.refusal !== '') throw new ProviderError('refused', upstream.scrub(delta.refusal));
         if (delta && typeof delta.content === 'string' && delta.content !== '') yield { delta: delta.content };
-        if (typeof choice.finish_reason === 'string') finished = true;
+        const pieces = delta ? toolCallDeltasFrom(delta) : [];
+        if (!pieces) throw malformed('streaming');
+        for (const piece of pieces) yield { toolCall: piece };
         if (choice.finish_reason === 'content_filter') throw new ProviderError('refused', `The ${name} provider stopped the answer under its content policy`);
+        const finish = finishReasonFrom(choice.finish_reason);
+        if (finish) {
+          finished = true;
+          yield { finish };
+        }
       }
     } catch (error) {
       throw upstream.transportError(error, call.signal);

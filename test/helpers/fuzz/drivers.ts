@@ -61,6 +61,7 @@ const FIXTURE_SLUGS = [
   'face-swap',
   'inpaint',
   'fake-upscale',
+  'fake-tools',
 ];
 const SLUG_GARBAGE = ['nope', 'demo-text', 'FAKE-TEXT', 'fake-text ', 'fake_text', '../fake-text'];
 const slugValue = fc.oneof({ weight: 6, arbitrary: fc.constantFrom(...FIXTURE_SLUGS) }, { weight: 1, arbitrary: fc.constantFrom(...SLUG_GARBAGE) });
@@ -71,11 +72,40 @@ const chatMessageArb = fc.oneof(
   { weight: 1, arbitrary: fc.record({ role: fc.constantFrom('user', 'tool', 'function', 'robot', ''), content: fc.oneof(fc.constant(null), fc.integer(), fc.array(fc.record({ type: fc.constantFrom('text', 'image_url', 'input_audio'), text: fc.string({ maxLength: 10 }) }), { maxLength: 3 })) }) },
 );
 
+/** A tool definition: a function with a schema, now and then malformed. */
+const toolArb = fc.oneof(
+  { weight: 12, arbitrary: fc.record({ type: fc.constant('function'), function: fc.record({ name: fc.constantFrom('get_weather', 'lookup'), parameters: fc.constant({ type: 'object', properties: { city: { type: 'string' } } }) }) }) },
+  { weight: 1, arbitrary: fc.constantFrom({ type: 'function', function: {} }, { type: 'custom', custom: { name: 'x' } }, { type: 'function', function: { name: 'has space' } }, null, 'tool') },
+);
+
+/** A tool-call turn (the assistant's call, then the tool's answer), now and then answering no call. */
+const toolTurnArb = fc.constantFrom(
+  [
+    { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Oslo"}' } }] },
+    { role: 'tool', tool_call_id: 'call_1', content: 'rain' },
+  ],
+  [{ role: 'tool', tool_call_id: 'call_nowhere', content: 'rain' }],
+  [{ role: 'assistant', content: null }],
+  [{ role: 'assistant', tool_calls: [{ id: 'call_2', type: 'function', function: { name: 'f', arguments: {} } }] }],
+);
+
 /** Chat Completions requests: valid shapes with their fields now and then wrong. */
 const chatCompletionShape = fc.record(
   {
-    model: fc.oneof({ weight: 8, arbitrary: fc.constantFrom('fake-text', 'fake-chat', 'fake-vision') }, { weight: 1, arbitrary: fc.constantFrom('fake-image', 'nope', 'fake-premium', 'fake-expensive', '') }),
-    messages: fc.oneof({ weight: 8, arbitrary: fc.array(chatMessageArb, { minLength: 1, maxLength: 4 }) }, { weight: 1, arbitrary: fc.constantFrom([], null, 'hi', [{}]) }),
+    model: fc.oneof(
+      { weight: 8, arbitrary: fc.constantFrom('fake-text', 'fake-chat', 'fake-vision', 'fake-tools') },
+      { weight: 1, arbitrary: fc.constantFrom('fake-image', 'nope', 'fake-premium', 'fake-expensive', '') },
+    ),
+    messages: fc.oneof(
+      { weight: 8, arbitrary: fc.array(chatMessageArb, { minLength: 1, maxLength: 4 }) },
+      { weight: 2, arbitrary: fc.tuple(fc.array(chatMessageArb, { minLength: 1, maxLength: 2 }), toolTurnArb).map(([before, turn]) => [...before, ...turn]) },
+      { weight: 1, arbitrary: fc.constantFrom([], null, 'hi', [{}]) },
+    ),
+    // Mostly what a model takes, now and then what the domain refuses (tools on a model without them come from the model's draw).
+    stop: ok(fc.constantFrom('END', ['\n\n', 'END'], null), '', ['a', 'b', 'c', 'd', 'e'], 7 as unknown as string),
+    tools: ok(fc.array(toolArb, { maxLength: 2 }), null, {} as unknown as []),
+    tool_choice: ok(fc.constantFrom<unknown>('auto', 'none', null), 'required', { type: 'function', function: { name: 'missing' } }, 'sometimes'),
+    response_format: ok(fc.constantFrom<unknown>({ type: 'text' }, null), { type: 'json_object' }, { type: 'json_schema', json_schema: { name: 'w', schema: { type: 'object' } } }, { type: 'json_schema', json_schema: {} }, { type: 'xml' }),
     temperature: fc.oneof(fc.double({ min: 0, max: 2, noNaN: true }), fc.constantFrom(-1, 3, '0.5', null)),
     max_tokens: fc.oneof(fc.integer({ min: 1, max: 100 }), fc.constantFrom(0, -5, 1.5, 'ten', null)),
     max_completion_tokens: fc.oneof(fc.integer({ min: 1, max: 100 }), fc.constantFrom(0, null)),
