@@ -255,4 +255,20 @@ describe('errors, as the client library raises them', () => {
     expect(second.id).toBe(first.id);
     expect(await balanceOf(user.id)).toEqual({ total: before.total - 2, held: 0 });
   });
+
+  it('answers a replay of a request still running with 409, which the client may retry, and then the completion', async () => {
+    const { user, openai } = await client();
+    const before = await balanceOf(user.id);
+    const body = { model: 'fake-text', messages: [{ role: 'user' as const, content: 'slow' }] };
+    const headers = { 'Idempotency-Key': 'v1-replay-running' };
+    fake.next({ kind: 'succeed', delayMs: 800 });
+    const first = openai.chat.completions.create(body, { headers });
+    await new Promise((r) => setTimeout(r, 200));
+    const early = await openai.chat.completions.create(body, { headers }).catch((e: unknown) => e);
+    expect(early).toBeInstanceOf(OpenAI.ConflictError);
+    expect(early).toMatchObject({ status: 409, code: 'idempotent_request_in_progress' });
+    const done = await first;
+    expect((await openai.chat.completions.create(body, { headers })).id).toBe(done.id);
+    expect(await balanceOf(user.id)).toEqual({ total: before.total - 2, held: 0 });
+  });
 });

@@ -11,6 +11,8 @@
  */
 import Router from '@koa/router';
 import { z } from 'zod';
+import type { Generation } from '../../../shared/db/entities';
+import { AppError } from '../../../shared/errors';
 import type { GenerateRequest } from '../../../shared/generation/input';
 import type { StreamEnd, StreamPart } from '../../../shared/generation/types';
 import { AppContext, AppCustom, AppState, callerOf } from '../../context';
@@ -78,6 +80,16 @@ async function* chunks(ctx: AppContext, body: ChatBody, first: StreamEnd, deltas
   yield { event: null, data: '[DONE]' };
 }
 
+/**
+ * The generation a completion can be made of: a failed one is the protocol's error, and a replay
+ * of a request still running (Idempotency-Key) has no answer yet — 409, which clients retry.
+ */
+function finished(generation: Generation): Generation {
+  if (generation.status === 'failed') throw failedGenerationError(generation);
+  if (generation.status !== 'completed') throw new AppError('idempotent_request_in_progress');
+  return generation;
+}
+
 export function v1ChatRoutes(): Router<AppState, AppCustom> {
   const router = new Router<AppState, AppCustom>({ prefix: '/v1/chat' });
   router.use(requireAuth);
@@ -92,8 +104,7 @@ export function v1ChatRoutes(): Router<AppState, AppCustom> {
       if (streamed.limits) setRateLimitHeaders(ctx, streamed.limits);
       if (!streamed.deltas) {
         // A replay, or refused at once (the content policy): there is nothing to stream.
-        if (streamed.generation.status === 'failed') throw failedGenerationError(streamed.generation);
-        ctx.body = presentChatCompletion(streamed.generation, body.model);
+        ctx.body = presentChatCompletion(finished(streamed.generation), body.model);
         return;
       }
       pipeEvents(new EventStream(ctx), chunks(ctx, body, streamed, streamed.deltas), (error) => ctx.container.log.error({ err: error }, 'stream writer failed'));
@@ -101,8 +112,7 @@ export function v1ChatRoutes(): Router<AppState, AppCustom> {
     }
     const started = await generations.start(callerOf(ctx), request, options);
     if (started.limits) setRateLimitHeaders(ctx, started.limits);
-    if (started.generation.status === 'failed') throw failedGenerationError(started.generation);
-    ctx.body = presentChatCompletion(started.generation, body.model);
+    ctx.body = presentChatCompletion(finished(started.generation), body.model);
   });
 
   return router;
