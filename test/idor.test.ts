@@ -45,6 +45,7 @@ const KIND_BY_PATH: Array<[RegExp, SweptKind]> = [
   [/^\/api\/v2\/scheduled\//, 'schedule'],
   [/^\/api\/v2\/webhooks\//, 'webhook'],
   [/^\/api\/v2\/assistants\/(?!marketplace\/)/, 'assistant'],
+  [/^\/v1\/videos\//, 'generation'],
 ];
 
 /** Routes with a path param that names nothing of a user's, and why. */
@@ -66,6 +67,19 @@ const VALID_BODIES: Record<string, object> = {
 };
 
 const NOT_FOUND = { detail: 'Not found', code: 'not_found' };
+/** The same answer in OpenAI's error shape, as /v1 gives it. */
+const OPENAI_NOT_FOUND = { error: { message: 'Not found', type: 'invalid_request_error', param: null, code: 'not_found' } };
+
+/** The body an unknown id gets on this route, in its path's dialect. */
+function notFoundOn(route: RouteEntry): object {
+  return route.path.startsWith('/v1/') ? OPENAI_NOT_FOUND : NOT_FOUND;
+}
+
+/** An error body's code, in either dialect. */
+function codeOf(body: unknown): string | undefined {
+  const b = body as { code?: string; error?: { code?: string } };
+  return b.code ?? b.error?.code;
+}
 /** An id no user has. */
 const NOBODY = 2_147_000_000;
 
@@ -124,12 +138,13 @@ function kindOf(route: RouteEntry): SweptKind | null {
   return KIND_BY_PATH.find(([pattern]) => pattern.test(route.path))?.[1] ?? null;
 }
 
-function idsOf(owner: Party, kind: SweptKind): string[] {
+function idsOf(owner: Party, kind: SweptKind, route: RouteEntry): string[] {
   if (kind === 'assistant') return owner.owned.assistants;
   const ids = owner.owned[kind];
   // Every form an id may take: the integer and the shape-B string (only generations accept it,
-  // elsewhere it must be the same 404).
-  return ids.flatMap((id) => [String(id), `gen_${id}`]);
+  // elsewhere it must be the same 404), and OpenAI's video job id on /v1/videos.
+  const video = route.path.startsWith('/v1/videos/');
+  return ids.flatMap((id) => [String(id), `gen_${id}`, ...(video ? [`video_${id}`] : [])]);
 }
 
 /** Everything of `userId`'s that a request could change, as comparable text. */
@@ -203,18 +218,18 @@ describe('IDOR sweep over the route table', () => {
           const nobody = kind === 'assistant' ? 'critic' : String(NOBODY);
           const baseline = await call(route, nobody, authorization);
           requests++;
-          const refusesKeys = credential === 'API key' && baseline.status === 403 && (baseline.body as { code?: string }).code === 'api_key_not_allowed';
-          if (!refusesKeys && (baseline.status !== 404 || (baseline.body as { code?: string }).code !== 'not_found')) {
+          const refusesKeys = credential === 'API key' && baseline.status === 403 && codeOf(baseline.body) === 'api_key_not_allowed';
+          if (!refusesKeys && (baseline.status !== 404 || codeOf(baseline.body) !== 'not_found')) {
             failures.push(`${route.key} with ${attacker.name}'s ${credential}: an id nobody has got ${baseline.status} ${JSON.stringify(baseline.body)}`);
           }
-          for (const id of idsOf(victim, kind)) {
+          for (const id of idsOf(victim, kind, route)) {
             const res = await call(route, id, authorization);
             requests++;
             const where = `${route.key} with ${attacker.name}'s ${credential} on ${victim.name}'s ${kind} ${id}`;
             if (res.status !== baseline.status || JSON.stringify(res.body) !== JSON.stringify(baseline.body)) {
               failures.push(`${where}: ${res.status} ${JSON.stringify(res.body)}, unlike an id nobody has (${baseline.status} ${JSON.stringify(baseline.body)})`);
-            } else if (!refusesKeys && kind !== 'assistant' && JSON.stringify(res.body) !== JSON.stringify(NOT_FOUND)) {
-              failures.push(`${where}: ${JSON.stringify(res.body)}, not ${JSON.stringify(NOT_FOUND)}`);
+            } else if (!refusesKeys && kind !== 'assistant' && JSON.stringify(res.body) !== JSON.stringify(notFoundOn(route))) {
+              failures.push(`${where}: ${JSON.stringify(res.body)}, not ${JSON.stringify(notFoundOn(route))}`);
             }
           }
         }
