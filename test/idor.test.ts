@@ -49,6 +49,7 @@ const KIND_BY_PATH: Array<[RegExp, SweptKind]> = [
   [/^\/api\/v2\/webhooks\//, 'webhook'],
   [/^\/api\/v2\/assistants\/(?!marketplace\/)/, 'assistant'],
   [/^\/v1\/responses\//, 'response'],
+  [/^\/v1\/videos\//, 'generation'],
 ];
 
 /** Routes with a path param that names nothing of a user's, and why. */
@@ -139,14 +140,15 @@ function kindOf(route: RouteEntry): SweptKind | null {
   return KIND_BY_PATH.find(([pattern]) => pattern.test(route.path))?.[1] ?? null;
 }
 
-function idsOf(owner: Party, kind: SweptKind): string[] {
+function idsOf(owner: Party, kind: SweptKind, route: RouteEntry): string[] {
   if (kind === 'assistant') return owner.owned.assistants;
   const ids = owner.owned[kind];
   // A response is named `resp_123`; the other forms must be the same 404 there.
   if (kind === 'response') return ids.flatMap((id) => [`resp_${id}`, String(id), `gen_${id}`]);
   // Every form an id may take: the integer and the shape-B string (only generations accept it,
-  // elsewhere it must be the same 404).
-  return ids.flatMap((id) => [String(id), `gen_${id}`]);
+  // elsewhere it must be the same 404), and OpenAI's video job id on /v1/videos.
+  const video = route.path.startsWith('/v1/videos/');
+  return ids.flatMap((id) => [String(id), `gen_${id}`, ...(video ? [`video_${id}`] : [])]);
 }
 
 /** Everything of `userId`'s that a request could change, as comparable text. */
@@ -224,7 +226,7 @@ describe('IDOR sweep over the route table', () => {
           if (!refusesKeys && (baseline.status !== 404 || codeOf(baseline.body) !== 'not_found')) {
             failures.push(`${route.key} with ${attacker.name}'s ${credential}: an id nobody has got ${baseline.status} ${JSON.stringify(baseline.body)}`);
           }
-          for (const id of idsOf(victim, kind)) {
+          for (const id of idsOf(victim, kind, route)) {
             const res = await call(route, id, authorization);
             requests++;
             const where = `${route.key} with ${attacker.name}'s ${credential} on ${victim.name}'s ${kind} ${id}`;

@@ -56,6 +56,29 @@ export class History {
     return { items, total, page: filter.page, limit: filter.limit, pages: Math.max(1, Math.ceil(total / filter.limit)) };
   }
 
+  /**
+   * The user's generations of `categories` after a cursor (a generation id), newest or oldest
+   * first: the cursor pages of OpenAI's lists (/v1/videos), where a page number would skip or
+   * repeat rows while new ones arrive.
+   */
+  async cursorPage(
+    userId: number,
+    filter: { categories: Category[]; after: number | null; limit: number; order: 'asc' | 'desc' },
+  ): Promise<{ items: Generation[]; hasMore: boolean }> {
+    const qb = this.db
+      .repo(Generation)
+      .createQueryBuilder('g')
+      .where('g.user_id = :userId', { userId })
+      .andWhere('g.hidden_at IS NULL')
+      .andWhere('g.category IN (:...categories)', { categories: filter.categories });
+    if (filter.after !== null) qb.andWhere(filter.order === 'desc' ? 'g.id < :after' : 'g.id > :after', { after: filter.after });
+    const rows = await qb
+      .orderBy('g.id', filter.order === 'desc' ? 'DESC' : 'ASC')
+      .take(filter.limit + 1)
+      .getMany();
+    return { items: rows.slice(0, filter.limit), hasMore: rows.length > filter.limit };
+  }
+
   async toggleFavorite(userId: number, id: number): Promise<{ id: number; isFavorited: boolean }> {
     return this.db.transaction(async (em) => {
       const row = await em.getRepository(Generation).findOneBy({ id, userId, hiddenAt: IsNull() });

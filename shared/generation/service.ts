@@ -23,12 +23,13 @@ import type { Logger } from '../log';
 import type { Plan, PlanTable } from '../plans';
 import type { Queue } from '../queue/types';
 import type { Storage } from '../storage';
-import { applyAssistant, GenerateRequest, normalizeInput, userTexts } from './input';
+import { applyAssistant, GenerateRequest, GenerationInput, normalizeInput, userTexts } from './input';
 import type { MediaInputs } from './media-inputs';
 import { normalizeParams } from './params';
 import { CANCELLED, GenerationRunner } from './runner';
 import { GenerationStore, HeldInsert, pendingGeneration } from './store';
 import { readInput, serializeInput } from './stored-input';
+import { EndWaiter } from './end-waiter';
 import type { Conversation, GenerationCaller, RunJob, StartOptions, Started, Streamed, StreamEnd, StreamPart } from './types';
 import { jobIds } from '../queue/job-ids';
 
@@ -88,8 +89,12 @@ export interface GenerationsDeps {
 
 export class Generations {
   private readonly blocklist: RegExp | null;
+  private readonly endWaiter: EndWaiter;
 
   constructor(private readonly deps: GenerationsDeps) {
+    this.endWaiter = new EndWaiter((id) => deps.store.find(id));
+    // An end in this process wakes its waits at once; other processes' ends are read from the row.
+    deps.runner.onEnd((generation) => this.endWaiter.ended(generation));
     const words = deps.blocklist.map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).filter(Boolean);
     this.blocklist = words.length ? new RegExp(`(^|[^\\p{L}\\p{N}_])(${words.join('|')})(?=$|[^\\p{L}\\p{N}_])`, 'iu') : null;
   }
@@ -165,6 +170,23 @@ export class Generations {
   async poll(userId: number, id: number): Promise<StreamEnd> {
     const generation = await this.get(userId, id);
     return { generation, balance: await this.balanceOf(userId) };
+  }
+
+  /**
+   * Waits up to `timeoutMs` for the caller's generation to end, for a protocol that answers with
+   * the result although the model runs as a queued job (OpenAI's images), and returns it as it
+   * then stands. Still pending when the time ran out or `signal` aborted: it goes on and ends in
+   * history as any other. Holds no worker slot (see end-waiter.ts); another user's id is 404.
+   */
+  async awaitEnd(userId: number, id: number, options: { timeoutMs: number; signal?: AbortSignal }): Promise<StreamEnd> {
+    await this.get(userId, id);
+    const generation = (await this.endWaiter.waitFor(id, options.timeoutMs, options.signal)) ?? (await this.get(userId, id));
+    return { generation, balance: await this.balanceOf(userId) };
+  }
+
+  /** The request a generation was made with, as normalized at acceptance (its params with defaults filled). */
+  requestOf(generation: Pick<Generation, 'input'>): Promise<GenerationInput> {
+    return readInput(generation, this.deps.storage);
   }
 
   /** A pending generation becomes failed ("Cancelled") with its hold released; others stay as they are. */

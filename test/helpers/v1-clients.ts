@@ -1,10 +1,11 @@
 /**
  * The official `openai` client pointed at a test app's /v1, on a vip account's API key (keys need
- * vip or elite) or on any user's session token, and the account's money as the store holds it.
+ * vip or elite) or on any user's session token, and what the /v1 suites compare against /api/v2:
+ * the account's money as the store holds it, ledger rows, the newest generation.
  */
 import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
-import { User } from '../../shared/db/entities';
+import { Generation, LedgerEntry, User } from '../../shared/db/entities';
 import type { TestApp } from './app';
 import { TestUser, userOnPlan } from './users';
 
@@ -44,4 +45,36 @@ export async function eventually<T>(read: () => Promise<T>, done: (value: T) => 
     value = await read();
   }
   return value;
+}
+
+/** The user's newest generation row. */
+export async function lastGeneration(app: TestApp, userId: number): Promise<Generation> {
+  const row = await app.container.db.repo(Generation).findOne({ where: { userId }, order: { id: 'DESC' } });
+  if (!row) throw new Error(`user ${userId} has no generation`);
+  return row;
+}
+
+export async function ledgerRowsOf(app: TestApp, generationId: number): Promise<LedgerEntry[]> {
+  return app.container.db.repo(LedgerEntry).findBy({ generationId });
+}
+
+/** Polls `check` until it returns something, or fails after `timeoutMs`. */
+export async function waitFor<T>(check: () => Promise<T | undefined | null | false>, timeoutMs = 10_000): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > until) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** The error a call rejects with (the test fails if it resolves). */
+export async function rejectionOf(call: Promise<unknown>): Promise<unknown> {
+  try {
+    await call;
+  } catch (error) {
+    return error;
+  }
+  throw new Error('the call did not fail');
 }

@@ -516,6 +516,65 @@ function multipart(files: Array<[string, SampleName]>, fields: Record<string, fc
 
 const modelField = (category: string[]) => fc.oneof({ weight: 5, arbitrary: fc.constantFrom(...category) }, { weight: 1, arbitrary: fc.constantFrom('fake-text', 'nope', '') });
 
+// The OpenAI-compatible media endpoints (/v1) ---------------------------------------------------
+
+/**
+ * Prompts of the /v1 media drivers: never a word of the fuzz world's blocklist, since a request
+ * the content policy refuses is a (failed) generation, which "a refused request changes nothing"
+ * would count as a change.
+ */
+const v1PromptArb = promptArb.filter((p) => !/forbidden|bad word/i.test(p));
+
+/**
+ * /v1/images/generations: fake-image only among the image models, as fake-art is queued and no
+ * worker runs here, so the request would wait out its timeout for a 504 with a hold in place.
+ */
+const v1ImageShape = fc.record(
+  {
+    model: ok(fc.constant('fake-image'), 'fake-text', 'fake-video', 'nope', '', 'fake-premium'),
+    prompt: v1PromptArb,
+    n: ok<unknown>(fc.constantFrom(1, null), 2, 0, '1', 1.5),
+    size: ok(fc.constantFrom('1024x1024', '1792x1024', '1024x1792', 'auto'), '512x512', '256x256', '1x1', 'auto ', '99999x99999'),
+    quality: ok(fc.constantFrom('standard', 'hd', 'auto'), 'high', 'low', ''),
+    style: ok(fc.constantFrom('vivid', 'natural'), 'noir', ''),
+    response_format: ok(fc.constantFrom('url', 'b64_json'), 'gif', 'URL', ''),
+    output_format: ok(fc.constantFrom('png', 'webp', 'jpeg'), 'gif', 'svg', 'jpg'),
+    stream: ok<unknown>(fc.constant(false), true, 'false'),
+    user: fc.string({ maxLength: 20 }),
+    background: fc.constantFrom('auto', 'opaque', 'transparent'),
+  },
+  { requiredKeys: ['model', 'prompt'] },
+);
+
+/**
+ * /v1/audio/speech: mp3 and wav, what the model makes itself, and formats that are no format.
+ * The re-encoded ones (opus, aac, flac, pcm) are left to test/v1-audio.test.ts: the fake speaks
+ * bytes no decoder reads, which would make them a 502 after a completed generation.
+ */
+const v1SpeechShape = fc.record(
+  {
+    model: ok(fc.constant('fake-tts'), 'fake-stt', 'fake-text', 'nope', ''),
+    input: v1PromptArb,
+    voice: ok<unknown>(fc.constantFrom('alloy', 'echo', 'nova', 'shimmer', { id: 'echo' }), 'onyx', 'rachel', '', { id: '' }, 42),
+    response_format: ok(fc.constantFrom('mp3', 'wav'), 'ogg', 'm4a', 'MP3', ''),
+    speed: ok<unknown>(fc.double({ min: 0.5, max: 2, noNaN: true }), 0.25, 4, 0, -1, '1'),
+    instructions: fc.string({ maxLength: 30 }),
+    stream_format: ok(fc.constant('audio'), 'sse', 'video'),
+  },
+  { requiredKeys: ['model', 'input', 'voice'] },
+);
+
+const v1VideoShape = fc.record(
+  {
+    model: ok(fc.constant('fake-video'), 'fake-image', 'sora-2', 'nope', ''),
+    prompt: v1PromptArb,
+    seconds: ok<unknown>(fc.constantFrom('5', '10', 5, 10), '4', '7', 'five', -5, 1e6, ''),
+    size: ok(fc.constantFrom('1280x720', '720x1280', '1920x1080', '854x480'), '1792x1024', '1024x1024', 'x', ''),
+    input_reference: ok<unknown>(fc.record({ image_url: imageUrl }), { file_id: 'file_1' }, 'not an object', { image_url: 42 }),
+  },
+  { requiredKeys: ['model', 'prompt'] },
+);
+
 // Per-route headers -------------------------------------------------------------------------------
 
 const rangeHeader = fc.oneof(
@@ -840,6 +899,53 @@ export const DRIVERS: DriverTable = {
   }),
   'POST /v1/responses': () => ({ callers: main, runs: 250, body: jsonBody(responsesShape), headers: idempotencyHeader }),
   'GET /v1/responses/:id': () => ({ callers: main, runs: 50, params: idOf('response') }),
+
+  // The OpenAI-compatible media endpoints (/v1): images, speech, transcriptions, video jobs
+  'POST /v1/images/generations': () => ({ callers: main, runs: 120, body: jsonBody(v1ImageShape), headers: idempotencyHeader }),
+  'POST /v1/audio/speech': () => ({ callers: main, runs: 120, body: jsonBody(v1SpeechShape), headers: idempotencyHeader }),
+  'POST /v1/audio/transcriptions': () => ({
+    callers: main,
+    runs: 90,
+    body: multipart([['file', 'wav']], {
+      model: modelField(['fake-stt', 'fake-diarize']),
+      response_format: ok(fc.constantFrom('json', 'text', 'verbose_json', 'srt', 'vtt'), 'diarized_json', 'xml', ''),
+      language: ok(fc.constantFrom('en', ''), 'ru', 'xx', 'english'),
+      prompt: v1PromptArb.filter((p) => p.length < 10_000),
+      temperature: ok(fc.constantFrom('0', '0.2', '1'), '2', '-1', 'warm'),
+      'timestamp_granularities[]': ok(fc.constant('segment'), 'word', 'line'),
+    }),
+    headers: idempotencyHeader,
+  }),
+  'POST /v1/videos': () => ({
+    callers: main,
+    runs: 120,
+    body: fc.oneof(
+      { weight: 2, arbitrary: jsonBody(v1VideoShape) },
+      {
+        weight: 1,
+        arbitrary: multipart([['input_reference', 'png']], {
+          model: modelField(['fake-video']),
+          prompt: v1PromptArb.filter((p) => p.length < 10_000),
+          seconds: ok(fc.constantFrom('5', '10'), '4', 'x', ''),
+          size: ok(fc.constantFrom('1280x720', '720x1280'), '1792x1024', ''),
+          'input_reference[image_url]': ok(fc.constantFrom(PNG_DATA_URL, '$SINK/img.png'), ...BAD_URLS.slice(0, 8)),
+        }),
+      },
+    ),
+    headers: idempotencyHeader,
+  }),
+  'GET /v1/videos': () => ({
+    callers: main,
+    runs: 40,
+    query: {
+      after: fc.constantFrom('video_1', 'video_2147483647', 'video_0', '1', 'gen_1', 'video_', 'video_x'),
+      limit: fc.oneof(fc.integer({ min: 1, max: 100 }).map(String), fc.constantFrom('0', '101', '1.5', 'x')),
+      order: fc.constantFrom('asc', 'desc', 'ASC', 'newest'),
+    },
+  }),
+  'GET /v1/videos/:id': () => ({ callers: main, runs: 50, params: idOf('generation') }),
+  'GET /v1/videos/:id/content': () => ({ callers: main, runs: 50, params: idOf('generation'), query: { variant: fc.constantFrom('video', 'thumbnail', 'spritesheet', 'poster', '') } }),
+  'DELETE /v1/videos/:id': () => ({ callers: main, runs: 40, params: idOf('generation') }),
 
   // Provider webhooks: signed by the provider, not by a user; answered 4xx unless the signature is right
   'POST /api/v2/providers/replicate/webhook': () => ({
