@@ -1,17 +1,22 @@
 /**
- * Our text generations in the shapes of OpenAI's Responses API (/v1/responses): the response
- * object (`resp_<generation id>`, with one assistant message `msg_<id>` holding one `output_text`
- * part) and the server-sent events of a streamed one, each named by its type and numbered by
- * `sequence_number`, in the order OpenAI sends them.
+ * Our text generations in the shape of OpenAI's Responses API (/v1/responses): the response
+ * object, `resp_<generation id>`, whose `output` is the assistant message `msg_<id>` (one
+ * `output_text` part) when the answer has text, then a `function_call` item `fc_<id>_<n>` per tool
+ * it called (its `call_id` is the call's id, which a `function_call_output` answers). A reply cut
+ * at `max_output_tokens` (the domain's finish reason `length`) or by a content filter is
+ * `incomplete`, saying why. The streamed events are in responses-events.ts.
  *
  * What the request said that the generation row does not hold (the model as the client named it,
- * the instructions, `store`, metadata, the previous response) is the ResponseRecord, kept with the
- * generation's input (StartOptions.protocol) so that a later GET or chain presents it again.
+ * the instructions, `store`, metadata, the previous response, the tools, tool choice and text
+ * format to echo) is the ResponseRecord, kept with the generation's input
+ * (StartOptions.protocol) so that a later GET or chain presents it again.
  */
 import { z } from 'zod';
 import type { Generation } from '../../shared/db/entities';
 import type { FailureKind, ProtocolRecord } from '../../shared/generation/types';
-import { usageOf } from './openai';
+import type { ToolCall } from '../../shared/providers/types';
+import { parseJson } from './generation';
+import { chatEndOf, usageOf } from './openai';
 
 const ResponseRecordSchema = z.object({
   api: z.literal('responses'),
@@ -22,6 +27,10 @@ const ResponseRecordSchema = z.object({
   metadata: z.record(z.string(), z.string()),
   temperature: z.number().nullable(),
   max_output_tokens: z.number().nullable(),
+  // Echoed as asked. Optional: a response stored before tools were taken has none, and must still read.
+  tools: z.array(z.unknown()).optional(),
+  tool_choice: z.unknown().optional(),
+  text: z.looseObject({ format: z.unknown() }).optional(),
 });
 export type ResponseRecord = z.infer<typeof ResponseRecordSchema>;
 
@@ -42,26 +51,29 @@ export function generationIdOfResponse(raw: string): number | null {
   return Number.isSafeInteger(id) && id <= 2_147_483_647 ? id : null;
 }
 
-function messageId(generation: Pick<Generation, 'id'>): string {
+export function messageId(generation: Pick<Generation, 'id'>): string {
   return `msg_${generation.id}`;
 }
 
 const seconds = (date: Date): number => Math.floor(date.getTime() / 1000);
 
-export type ResponseStatus = 'in_progress' | 'completed' | 'failed' | 'cancelled';
+export type ResponseStatus = 'in_progress' | 'completed' | 'incomplete' | 'failed' | 'cancelled';
 
 function failureKindOf(generation: Generation): FailureKind | null {
-  try {
-    const metadata = JSON.parse(generation.resultMetadata ?? 'null') as { failure?: FailureKind } | null;
-    return metadata?.failure ?? null;
-  } catch {
-    return null;
-  }
+  const failure = parseJson(generation.resultMetadata)?.failure;
+  return typeof failure === 'string' ? (failure as FailureKind) : null;
+}
+
+/** Why a completed generation's answer is incomplete, in OpenAI's words; null when it ended of itself (or to call tools). */
+function incompleteReasonOf(generation: Generation): 'max_output_tokens' | 'content_filter' | null {
+  if (generation.status !== 'completed') return null;
+  const { finishReason } = chatEndOf(generation);
+  return finishReason === 'length' ? 'max_output_tokens' : finishReason === 'content_filter' ? 'content_filter' : null;
 }
 
 function statusOf(generation: Generation): ResponseStatus {
   if (generation.status === 'pending') return 'in_progress';
-  if (generation.status === 'completed') return 'completed';
+  if (generation.status === 'completed') return incompleteReasonOf(generation) ? 'incomplete' : 'completed';
   return failureKindOf(generation) === 'cancelled' ? 'cancelled' : 'failed';
 }
 
@@ -76,12 +88,43 @@ function errorOf(generation: Generation): { code: 'invalid_prompt' | 'rate_limit
   return { code, message: generation.error ?? 'The response failed' };
 }
 
-function outputText(text: string) {
+export type ItemStatus = 'in_progress' | 'completed' | 'incomplete';
+
+export function outputText(text: string) {
   return { type: 'output_text' as const, annotations: [], logprobs: [], text };
 }
 
-function outputMessage(generation: Generation, status: 'in_progress' | 'completed', content: Array<ReturnType<typeof outputText>>) {
+export function outputMessage(generation: Pick<Generation, 'id'>, status: ItemStatus, content: Array<ReturnType<typeof outputText>>) {
   return { id: messageId(generation), type: 'message' as const, status, content, role: 'assistant' as const };
+}
+
+/** The id of the function_call item of a generation's `index`th call (stable, so a GET answers the same ids). */
+export function functionCallItemId(generation: Pick<Generation, 'id'>, index: number): string {
+  return `fc_${generation.id}_${index}`;
+}
+
+export function functionCallItem(generation: Pick<Generation, 'id'>, index: number, call: Pick<ToolCall, 'id' | 'function'>, status: ItemStatus) {
+  return { id: functionCallItemId(generation, index), type: 'function_call' as const, status, arguments: call.function.arguments, call_id: call.id, name: call.function.name };
+}
+
+export type OutputItem = ReturnType<typeof outputMessage> | ReturnType<typeof functionCallItem>;
+
+/**
+ * What an ended answer's output is: its text as a message (also when it is empty and called
+ * nothing: a response always says something), then its calls, in the order the model made them.
+ * In an incomplete response the last item is the one that was cut.
+ */
+export function outputOf(generation: Generation): OutputItem[] {
+  const status = statusOf(generation);
+  if (status !== 'completed' && status !== 'incomplete') return [];
+  const text = generation.resultText ?? '';
+  const { toolCalls } = chatEndOf(generation);
+  const items: OutputItem[] = [];
+  if (text !== '' || toolCalls.length === 0) items.push(outputMessage(generation, 'completed', [outputText(text)]));
+  toolCalls.forEach((call, index) => items.push(functionCallItem(generation, index, call, 'completed')));
+  const last = items.at(-1);
+  if (status === 'incomplete' && last) last.status = 'incomplete';
+  return items;
 }
 
 function responseUsage(generation: Generation) {
@@ -99,107 +142,40 @@ function responseUsage(generation: Generation) {
  * The response object of a generation as it stands (or, with `asStarted`, as it stood when it
  * began: in progress, no output yet, which is what a stream's first events carry). `output_text`
  * is not sent: OpenAI's SDKs compute it from `output`, as they do for OpenAI's own answers.
+ * `parallel_tool_calls` is always true: the model may call several tools at once whatever was
+ * asked (the providers here take no such switch), so it is not echoed as if it had been applied.
  */
-export function presentResponse(generation: Generation, record: ResponseRecord, options: { asStarted?: boolean } = {}) {
+export function presentResponse(generation: Generation, record: ResponseRecord, options: { asStarted?: boolean; output?: OutputItem[] } = {}) {
   const status = options.asStarted ? 'in_progress' : statusOf(generation);
-  const done = status === 'completed';
+  const answered = status === 'completed' || status === 'incomplete';
+  const incomplete = status === 'incomplete' ? incompleteReasonOf(generation) : null;
   return {
     id: responseId(generation),
     object: 'response' as const,
     created_at: seconds(generation.createdAt),
     status,
     background: false,
-    completed_at: done && generation.completedAt ? seconds(generation.completedAt) : null,
+    completed_at: status === 'completed' && generation.completedAt ? seconds(generation.completedAt) : null,
     error: status === 'failed' || status === 'cancelled' ? errorOf(generation) : null,
-    incomplete_details: null,
+    incomplete_details: incomplete ? { reason: incomplete } : null,
     instructions: record.instructions,
     max_output_tokens: record.max_output_tokens,
     max_tool_calls: null,
     model: record.model,
-    output: done ? [outputMessage(generation, 'completed', [outputText(generation.resultText ?? '')])] : [],
+    output: answered ? (options.output ?? outputOf(generation)) : [],
     parallel_tool_calls: true,
     previous_response_id: record.previous_response_id,
     reasoning: { effort: null, summary: null },
     service_tier: 'default',
     store: record.store,
     temperature: record.temperature,
-    text: { format: { type: 'text' } },
-    tool_choice: 'auto',
-    tools: [],
+    text: record.text ?? { format: { type: 'text' } },
+    tool_choice: record.tool_choice ?? 'auto',
+    tools: record.tools ?? [],
     top_p: null,
     truncation: 'disabled',
-    usage: done ? responseUsage(generation) : null,
+    usage: answered ? responseUsage(generation) : null,
     user: null,
     metadata: record.metadata,
   };
-}
-
-/** One server-sent event: `event:` is its type, `data:` the event with that type in it. */
-export interface ResponseEvent {
-  event: string;
-  data: { type: string; sequence_number: number } & Record<string, unknown>;
-}
-
-/**
- * The events of one streamed response, numbered from 0: `response.created` and
- * `response.in_progress`; with the first text, `response.output_item.added` (the assistant
- * message) and `response.content_part.added` (its output_text part); a `response.output_text.delta`
- * per piece; then `response.output_text.done`, `response.content_part.done`,
- * `response.output_item.done` and `response.completed` with the usage. A response that fails ends
- * with `response.failed` carrying the error instead (the partial text is not kept, so its output
- * is empty, as a later GET shows it).
- */
-export class ResponseEvents {
-  private sequence = 0;
-  private text = '';
-  private opened = false;
-
-  constructor(
-    private readonly generation: Generation,
-    private readonly record: ResponseRecord,
-  ) {}
-
-  private event(type: string, fields: Record<string, unknown>): ResponseEvent {
-    return { event: type, data: { type, sequence_number: this.sequence++, ...fields } };
-  }
-
-  private get where() {
-    return { item_id: messageId(this.generation), output_index: 0, content_index: 0 };
-  }
-
-  start(): ResponseEvent[] {
-    const response = presentResponse(this.generation, this.record, { asStarted: true });
-    return [this.event('response.created', { response }), this.event('response.in_progress', { response })];
-  }
-
-  /** The message and its part open with the first text (or at the end, for an empty answer). */
-  private open(): ResponseEvent[] {
-    if (this.opened) return [];
-    this.opened = true;
-    return [
-      this.event('response.output_item.added', { output_index: 0, item: outputMessage(this.generation, 'in_progress', []) }),
-      this.event('response.content_part.added', { ...this.where, part: outputText('') }),
-    ];
-  }
-
-  delta(text: string): ResponseEvent[] {
-    this.text += text;
-    return [...this.open(), this.event('response.output_text.delta', { ...this.where, delta: text, logprobs: [] })];
-  }
-
-  /** The end, from the generation as it ended. */
-  end(ended: Generation): ResponseEvent[] {
-    const response = presentResponse(ended, this.record);
-    if (response.status !== 'completed') return [this.event('response.failed', { response })];
-    // The stored text is the truth (what was charged for); it is what the deltas added up to.
-    const text = ended.resultText ?? this.text;
-    const part = outputText(text);
-    return [
-      ...this.open(),
-      this.event('response.output_text.done', { ...this.where, text, logprobs: [] }),
-      this.event('response.content_part.done', { ...this.where, part }),
-      this.event('response.output_item.done', { output_index: 0, item: outputMessage(ended, 'completed', [part]) }),
-      this.event('response.completed', { response }),
-    ];
-  }
 }

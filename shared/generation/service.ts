@@ -30,6 +30,7 @@ import { CANCELLED, GenerationRunner } from './runner';
 import { GenerationStore, HeldInsert, pendingGeneration } from './store';
 import { readInput, serializeInput } from './stored-input';
 import { EndWaiter } from './end-waiter';
+import { textEndOf } from './tool-calls';
 import type { Conversation, GenerationCaller, RunJob, StartOptions, Started, Streamed, StreamEnd, StreamPart } from './types';
 import { jobIds } from '../queue/job-ids';
 
@@ -48,6 +49,16 @@ export function parseGenerationId(raw: string | number | undefined): number {
   const id = match ? Number(match[1]) : NaN;
   if (!Number.isSafeInteger(id) || id > 2_147_483_647) throw new AppError('not_found');
   return id;
+}
+
+/** A row's result metadata as stored (JSON written by the runner); null when there is none or it does not parse. */
+function resultMetadataOf(generation: Generation): Record<string, unknown> | null {
+  try {
+    const parsed: unknown = JSON.parse(generation.resultMetadata ?? 'null');
+    return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
 }
 
 /** The queue's id for a generation's run: a second enqueue of the same run is dropped. */
@@ -200,14 +211,17 @@ export class Generations {
 
   /**
    * The caller's text generation as a later turn continues it: the messages it was sent (kept
-   * with its input), the row with its answer as it stands, and what its way in noted. Another
-   * user's, one deleted from history, or one that is not text is 404.
+   * with its input), the row with its answer as it stands, the tools that answer called (kept
+   * with its result), and what its way in noted. Another user's, one deleted from history, or one
+   * that is not text is 404.
    */
   async conversation(userId: number, id: number): Promise<Conversation> {
     const generation = await this.get(userId, id);
     if (generation.category !== 'text') throw new AppError('not_found');
     const input = await readInput(generation, this.deps.storage);
-    return { generation, messages: input.messages ?? [], protocol: input.protocol ?? null };
+    // Only a completed answer called anything: a failed row's metadata says why it failed.
+    const toolCalls = generation.status === 'completed' ? textEndOf(resultMetadataOf(generation)).toolCalls : [];
+    return { generation, messages: input.messages ?? [], toolCalls, protocol: input.protocol ?? null };
   }
 
   /** The caller's generation; another user's, or one deleted from history, is 404. */

@@ -3,7 +3,7 @@ import type { CatalogModel, Category } from '../catalog/types';
 import type { Generation, GenerationSource, User } from '../db/entities';
 import type { LimitSnapshot } from '../limits';
 import type { Plan } from '../plans';
-import type { ChatMessage, FileOutput, ProviderErrorKind, ToolCallDelta, Usage } from '../providers/types';
+import type { ChatMessage, FileOutput, ProviderErrorKind, ToolCall, ToolCallDelta, Usage } from '../providers/types';
 
 /** Who asks: the account and the plan in force. */
 export interface GenerationCaller {
@@ -47,11 +47,17 @@ export interface StartOptions {
 /** A way in's own notes on a generation (StartOptions.protocol), as JSON. */
 export type ProtocolRecord = Record<string, unknown>;
 
-/** A text generation as a later turn continues it: what the model was sent, and the row (its answer) as it stands. */
+/** A text generation as a later turn continues it: what the model was sent, and the row (its answer, its tool calls) as it stands. */
 export interface Conversation {
   generation: Generation;
   /** The messages exactly as the model was sent them, system messages included. */
   messages: ChatMessage[];
+  /**
+   * The tools its answer called (kept with the result, `result_metadata.tool_calls`), in order;
+   * empty when it called none or has no answer. A later turn sends them as the assistant's
+   * `tool_calls`, which the tools' answers then name.
+   */
+  toolCalls: ToolCall[];
   /** What its way in kept with it (StartOptions.protocol); null when it kept nothing. */
   protocol: ProtocolRecord | null;
 }

@@ -1,18 +1,17 @@
 /**
  * A Responses API request as we read it: the body's schema, what we refuse up front (a clear 400
  * naming the parameter, before anything is held or sent upstream), and its `input` items as the
- * chat messages a text generation takes. Fields clients send that change nothing here (top_p,
- * user, reasoning, include, truncation, …) are accepted and ignored.
+ * chat messages a text generation takes: messages, and the function calls of earlier turns with
+ * their outputs (an assistant message's `tool_calls`, then `tool` messages answering them by
+ * `call_id`). Fields clients send that change nothing here (top_p, user, reasoning, include,
+ * truncation, parallel_tool_calls, …) are accepted and ignored.
  */
 import { z } from 'zod';
 import { AppError } from '../../../shared/errors';
+import type { ChatMessage, ContentPart, ToolCall } from '../../../shared/providers/types';
 
 /** A chat message as a text generation takes it (the domain validates it again, for every way in). */
-export type ChatPart = { type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string } };
-export interface ChatTurn {
-  role: 'system' | 'user' | 'assistant';
-  content: string | ChatPart[];
-}
+export type ChatTurn = ChatMessage;
 
 export const ResponsesBody = z.looseObject({
   model: z.string().min(1, 'is required').max(200),
@@ -28,7 +27,8 @@ export const ResponsesBody = z.looseObject({
     .record(z.string().max(64, 'keys must be at most 64 characters'), z.string().max(512, 'values must be strings of at most 512 characters'))
     .refine((m) => Object.keys(m).length <= 16, 'must have at most 16 pairs')
     .nullish(),
-  tools: z.array(z.looseObject({ type: z.string() })).nullish(),
+  // Read item by item (responses-tools.ts), so that a refusal names the tool as OpenAI does: tools[i].type.
+  tools: z.array(z.unknown()).nullish(),
   tool_choice: z.unknown().optional(),
   text: z.looseObject({ format: z.looseObject({ type: z.string() }).nullish() }).nullish(),
   background: z.boolean().nullish(),
@@ -37,22 +37,8 @@ export const ResponsesBody = z.looseObject({
 });
 export type ResponsesBody = z.infer<typeof ResponsesBody>;
 
-const FUNCTION_TOOLS = new Set(['function', 'custom']);
-
-/** What this server cannot do yet, refused by name rather than silently ignored. */
+/** What this server cannot do, refused by name rather than silently ignored (tools: responses-tools.ts). */
 export function refuseUnsupported(body: ResponsesBody): void {
-  const tool = body.tools?.[0];
-  if (tool) {
-    throw AppError.validation(
-      'tools',
-      FUNCTION_TOOLS.has(tool.type) ? 'tool calls are not supported yet' : `the built-in tool ${tool.type} is not offered by this server`,
-    );
-  }
-  if (body.tool_choice !== undefined && body.tool_choice !== null && body.tool_choice !== 'auto' && body.tool_choice !== 'none') {
-    throw AppError.validation('tool_choice', 'no tools can be called here: only "auto" or "none"');
-  }
-  const format = body.text?.format?.type;
-  if (format !== undefined && format !== 'text') throw AppError.validation('text.format', `only "text" is supported, not ${format}`);
   if (body.background === true) throw AppError.validation('background', 'background responses are not supported: stream the response instead');
   if (body.conversation !== undefined && body.conversation !== null) throw AppError.validation('conversation', 'conversations are not supported: continue with previous_response_id');
   if (body.prompt !== undefined && body.prompt !== null) throw AppError.validation('prompt', 'prompt templates are not supported');
@@ -62,7 +48,7 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-const ROLES: Record<string, ChatTurn['role']> = { user: 'user', system: 'system', developer: 'system', assistant: 'assistant' };
+const ROLES: Record<string, 'system' | 'user' | 'assistant'> = { user: 'user', system: 'system', developer: 'system', assistant: 'assistant' };
 
 function textOf(part: Record<string, unknown>, field: string, where: string): string {
   const text = part[field];
@@ -71,7 +57,7 @@ function textOf(part: Record<string, unknown>, field: string, where: string): st
 }
 
 /** One content part of a user, system or developer message. */
-function inputPart(part: unknown, role: ChatTurn['role'], where: string): ChatPart {
+function inputPart(part: unknown, role: ChatTurn['role'], where: string): ContentPart {
   if (!isRecord(part)) throw AppError.validation(where, 'must be a content part');
   switch (part.type) {
     case 'input_text':
@@ -100,11 +86,42 @@ function assistantText(parts: unknown[], where: string): string {
     .join('');
 }
 
+/** A call's id: what its output names, so it cannot be empty. */
+function callIdOf(item: Record<string, unknown>, where: string): string {
+  if (typeof item.call_id !== 'string' || item.call_id === '') throw AppError.validation(`${where}.call_id`, 'is required: the id of the call, which its output names');
+  return item.call_id;
+}
+
+/** A `function_call` item (a call an earlier turn made, passed back) as the call an assistant message carries. */
+function functionCallOf(item: Record<string, unknown>, where: string): ToolCall {
+  const callId = callIdOf(item, where);
+  if (typeof item.name !== 'string') throw AppError.validation(`${where}.name`, 'is required');
+  if (typeof item.arguments !== 'string') throw AppError.validation(`${where}.arguments`, 'must be a string (the JSON text of the arguments)');
+  return { id: callId, type: 'function', function: { name: item.name, arguments: item.arguments } };
+}
+
+/** A `function_call_output` item as the `tool` message answering the call with that `call_id`. */
+function functionOutputOf(item: Record<string, unknown>, where: string): ChatTurn {
+  const callId = callIdOf(item, where);
+  const output = item.output;
+  if (typeof output === 'string') return { role: 'tool', tool_call_id: callId, content: output };
+  if (!Array.isArray(output) || output.length === 0) throw AppError.validation(`${where}.output`, 'must be a string or a non-empty array of input_text parts');
+  // A tool's answer is text to every provider here: images and files in it are refused, not dropped.
+  const parts = output.map((part, j): ContentPart => {
+    const at = `${where}.output[${j}]`;
+    if (!isRecord(part)) throw AppError.validation(at, 'must be a content part');
+    if (part.type === 'input_text') return { type: 'text', text: textOf(part, 'text', at) };
+    throw AppError.validation(`${at}.type`, typeof part.type === 'string' ? `${part.type} parts are not supported in a function's output: send text` : 'is required');
+  });
+  return { role: 'tool', tool_call_id: callId, content: parts };
+}
+
 function turnOf(item: unknown, where: string): ChatTurn {
-  if (!isRecord(item)) throw AppError.validation(where, 'must be an input item (a message)');
+  if (!isRecord(item)) throw AppError.validation(where, 'must be an input item (a message, a function_call or a function_call_output)');
+  if (item.type === 'function_call_output') return functionOutputOf(item, where);
   if (item.type !== undefined && item.type !== 'message') {
-    const kind = String(item.type);
-    throw AppError.validation(`${where}.type`, /call/.test(kind) ? 'tool calls are not supported yet' : `${kind} items are not supported: send messages`);
+    // Reasoning, item references, custom and built-in tools' calls: nothing this server made or can send on.
+    throw AppError.validation(`${where}.type`, `${String(item.type)} items are not supported: send messages, function_call and function_call_output items`);
   }
   const role = typeof item.role === 'string' ? ROLES[item.role] : undefined;
   if (!role) throw AppError.validation(`${where}.role`, 'must be user, system, developer or assistant');
@@ -115,17 +132,41 @@ function turnOf(item: unknown, where: string): ChatTurn {
   return { role, content: content.map((part, j) => inputPart(part, role, `${where}.content[${j}]`)) };
 }
 
-/** `input` as chat messages: a string is one user message; items are messages (developer counts as system). */
-export function turnsOfInput(input: ResponsesBody['input']): ChatTurn[] {
-  if (typeof input === 'string') return [{ role: 'user', content: input }];
-  return input.map((item, i) => turnOf(item, `input[${i}]`));
+/**
+ * A call joins the assistant turn just before it: a response's text and its calls (or its
+ * parallel calls) come back as separate items, and were one assistant message to the model.
+ */
+function addCall(turns: ChatTurn[], call: ToolCall): void {
+  const last = turns.at(-1);
+  if (last?.role === 'assistant') last.tool_calls = [...(last.tool_calls ?? []), call];
+  else turns.push({ role: 'assistant', content: null, tool_calls: [call] });
 }
 
-/** The domain names what it checks by its own fields: these are the Responses API's names for them. */
+/** `input` as chat messages: a string is one user message; items are messages (developer counts as system), calls and their outputs. */
+export function turnsOfInput(input: ResponsesBody['input']): ChatTurn[] {
+  if (typeof input === 'string') return [{ role: 'user', content: input }];
+  const turns: ChatTurn[] = [];
+  input.forEach((item, i) => {
+    if (isRecord(item) && item.type === 'function_call') addCall(turns, functionCallOf(item, `input[${i}]`));
+    else turns.push(turnOf(item, `input[${i}]`));
+  });
+  return turns;
+}
+
+/**
+ * The domain names what it checks by its own fields (Chat Completions' vocabulary): these are the
+ * Responses API's names for them. Messages are named `input` (they are the chain's and the
+ * input's together, so an index of one is not an index of the other).
+ */
 function responsesField(field: string): string {
   if (field === 'messages' || field.startsWith('messages.')) return 'input';
   if (field === 'max_tokens' || field === 'params.max_tokens') return 'max_output_tokens';
   if (field === 'params.temperature') return 'temperature';
+  const tool = /^tools\.(\d+)(?:\.function)?(\..+)?$/.exec(field);
+  if (tool) return `tools[${tool[1]}]${tool[2] ?? ''}`;
+  if (field === 'tool_choice.function.name') return 'tool_choice.name';
+  if (field === 'response_format' || field === 'response_format.type') return 'text.format' + field.slice('response_format'.length);
+  if (field.startsWith('response_format.json_schema.')) return `text.format.${field.slice('response_format.json_schema.'.length)}`;
   return field;
 }
 

@@ -3,28 +3,33 @@
  * generations. A request becomes a generation like any other (plan gate, limits and their
  * headers, hold and capture, history, ledger, Idempotency-Key, content policy, webhooks); the
  * answer is a response object, or with `stream: true` the Responses event stream, billed exactly
- * like our own streams (a client that goes away is not charged).
+ * like our own streams (a client that goes away is not charged). Function tools, tool choice and
+ * `text.format` go to the domain (responses-tools.ts), which refuses what the model does not
+ * declare before anything is held; the calls come back as `function_call` items.
  *
  * `previous_response_id` continues an earlier response of the caller's: the new generation is
  * sent the earlier one's messages (as kept with it, without its instructions, which OpenAI does
- * not carry over), its answer as an assistant message, then the new input. What the request said
- * beyond the messages (model name, instructions, store, metadata) is kept with the generation
- * (presenters/responses.ts, ResponseRecord). A `store: false` response is neither retrievable
- * nor continuable (404), as at OpenAI; it is still a generation in history and the ledger.
+ * not carry over), its answer as an assistant message with the tools it called, then the new
+ * input (whose `function_call_output` items answer those calls by `call_id`: a Codex loop). What
+ * the request said beyond the messages (model name, instructions, store, metadata, tools) is kept
+ * with the generation (presenters/responses.ts, ResponseRecord). A `store: false` response is
+ * neither retrievable nor continuable (404), as at OpenAI; it is still a generation in history
+ * and the ledger.
  */
 import Router from '@koa/router';
 import { AppError } from '../../../shared/errors';
 import type { Generation } from '../../../shared/db/entities';
 import type { GenerateRequest } from '../../../shared/generation/input';
-import type { StartOptions, StreamEnd } from '../../../shared/generation/types';
+import type { StartOptions, StreamEnd, StreamPart } from '../../../shared/generation/types';
 import { AppContext, AppCustom, AppState, callerOf } from '../../context';
 import { generationOptions, parseBody } from '../../http';
 import { requireAuth, setRateLimitHeaders } from '../../middleware/auth';
 import { failedGenerationError } from '../../presenters/openai';
-import { generationIdOfResponse, presentResponse, ResponseEvent, ResponseEvents, ResponseRecord, responseRecordOf } from '../../presenters/responses';
+import { generationIdOfResponse, presentResponse, ResponseRecord, responseRecordOf } from '../../presenters/responses';
+import { partsOf, ResponseEvent, ResponseEvents } from '../../presenters/responses-events';
 import { clientGone, EventStream, pipeEvents } from '../../sse';
 import { ChatTurn, inResponsesTerms, refuseUnsupported, ResponsesBody, turnsOfInput } from './responses-input';
-import { textParts } from '../../../shared/generation/tool-calls';
+import { ResponsesToolOptions, toolOptionsOf } from './responses-tools';
 
 function previousNotFound(raw: string): AppError {
   // OpenAI's own words and code for it, which clients (Codex among them) recognise.
@@ -38,7 +43,7 @@ function previousNotFound(raw: string): AppError {
  * The conversation so far of `previous_response_id`: the caller's own stored, completed response
  * (anyone else's, an unknown id or a `store: false` one is the same 404).
  */
-async function earlierTurns(ctx: AppContext, raw: string): Promise<unknown[]> {
+async function earlierTurns(ctx: AppContext, raw: string): Promise<ChatTurn[]> {
   const id = generationIdOfResponse(raw);
   if (id === null) throw previousNotFound(raw);
   const conversation = await ctx.container.generations.conversation(callerOf(ctx).user.id, id).catch((error: unknown) => {
@@ -46,18 +51,22 @@ async function earlierTurns(ctx: AppContext, raw: string): Promise<unknown[]> {
   });
   const record = responseRecordOf(conversation.protocol);
   if (!record || !record.store) throw previousNotFound(raw);
-  const { generation, messages } = conversation;
+  const { generation, messages, toolCalls } = conversation;
   if (generation.status !== 'completed') {
     throw AppError.validation('previous_response_id', `response ${raw} ${generation.status === 'pending' ? 'is still in progress' : 'failed'}: only a completed response can be continued`);
   }
   // Its instructions went first (see requestOf); they are not carried over.
   const first = messages[0];
   const withoutInstructions = record.instructions !== null && first?.role === 'system' && first.content === record.instructions ? messages.slice(1) : messages;
-  return [...withoutInstructions, { role: 'assistant', content: generation.resultText ?? '' }];
+  // Its answer, with the calls it made: the new input's function_call_output items answer them.
+  const text = generation.resultText ?? '';
+  const answer: ChatTurn = toolCalls.length > 0 ? { role: 'assistant', content: text === '' ? null : text, tool_calls: toolCalls } : { role: 'assistant', content: text };
+  return [...withoutInstructions, answer];
 }
 
-function recordOf(body: ResponsesBody): ResponseRecord {
+function recordOf(body: ResponsesBody, tools: ResponsesToolOptions): ResponseRecord {
   return {
+    ...tools.echo,
     api: 'responses',
     model: body.model,
     // An empty instruction is none: nothing is sent for it, and nothing is dropped from a chain.
@@ -70,20 +79,21 @@ function recordOf(body: ResponsesBody): ResponseRecord {
   };
 }
 
-function requestOf(body: ResponsesBody, earlier: unknown[], input: ChatTurn[]): GenerateRequest {
+function requestOf(body: ResponsesBody, earlier: ChatTurn[], input: ChatTurn[], tools: ResponsesToolOptions): GenerateRequest {
   const instructions: ChatTurn[] = body.instructions ? [{ role: 'system', content: body.instructions }] : [];
   const params: Record<string, unknown> = {};
   if (body.temperature !== null && body.temperature !== undefined) params.temperature = body.temperature;
   if (body.max_output_tokens !== null && body.max_output_tokens !== undefined) params.max_tokens = body.max_output_tokens;
-  return { model: body.model, messages: [...instructions, ...earlier, ...input], params, topLevel: {}, stream: body.stream === true };
+  const messages = [...instructions, ...earlier, ...input];
+  return { model: body.model, messages, params, topLevel: {}, stream: body.stream === true, textOptions: tools.textOptions };
 }
 
-async function* liveEvents(events: ResponseEvents, deltas: AsyncGenerator<string, StreamEnd>): AsyncGenerator<ResponseEvent> {
+async function* liveEvents(events: ResponseEvents, parts: AsyncGenerator<StreamPart, StreamEnd>): AsyncGenerator<ResponseEvent> {
   yield* events.start();
-  let next = await deltas.next();
+  let next = await parts.next();
   while (!next.done) {
-    yield* events.delta(next.value);
-    next = await deltas.next();
+    yield* events.part(next.value);
+    next = await parts.next();
   }
   yield* events.end(next.value.generation);
 }
@@ -92,7 +102,7 @@ async function* liveEvents(events: ResponseEvents, deltas: AsyncGenerator<string
 async function* eventsAsItStands(events: ResponseEvents, generation: Generation): AsyncGenerator<ResponseEvent> {
   yield* events.start();
   if (generation.status === 'pending') return;
-  if (generation.resultText) yield* events.delta(generation.resultText);
+  for (const part of partsOf(generation)) yield* events.part(part);
   yield* events.end(generation);
 }
 
@@ -104,7 +114,7 @@ async function respond(ctx: AppContext, request: GenerateRequest, options: Start
     // Refused at once (the content policy): an error before any event, as for a request OpenAI refuses.
     if (!streamed.deltas && streamed.generation.status === 'failed') throw failedGenerationError(streamed.generation);
     const events = new ResponseEvents(streamed.generation, record);
-    const source = streamed.deltas ? liveEvents(events, textParts(streamed.deltas)) : eventsAsItStands(events, streamed.generation);
+    const source = streamed.deltas ? liveEvents(events, streamed.deltas) : eventsAsItStands(events, streamed.generation);
     pipeEvents(new EventStream(ctx), source, (error) => ctx.container.log.error({ err: error }, 'stream writer failed'));
     return;
   }
@@ -122,13 +132,14 @@ export function v1ResponseRoutes(): Router<AppState, AppCustom> {
   router.post('/', async (ctx) => {
     const body = parseBody(ctx, ResponsesBody);
     refuseUnsupported(body);
+    const tools = toolOptionsOf(body);
     const input = turnsOfInput(body.input);
     const previous = body.previous_response_id;
     const earlier = previous !== undefined && previous !== null ? await earlierTurns(ctx, previous) : [];
-    const record = recordOf(body);
+    const record = recordOf(body, tools);
     const options: StartOptions = { ...generationOptions(ctx, body), category: 'text', protocol: record };
     try {
-      await respond(ctx, requestOf(body, earlier, input), options, record);
+      await respond(ctx, requestOf(body, earlier, input, tools), options, record);
     } catch (error) {
       throw inResponsesTerms(error);
     }

@@ -194,6 +194,12 @@ const responseInputItemArb = fc.oneof(
       { role: 'user', content: [{ type: 'input_file', file_id: 'file_1' }] },
       { role: 'assistant', content: [{ type: 'refusal', refusal: 'No.' }] },
       { type: 'function_call_output', call_id: 'call_1', output: 'done' },
+      { type: 'function_call', call_id: 'call_1', name: 'get_weather', arguments: '{"city":"Oslo"}' },
+      { type: 'function_call', name: 'get_weather', arguments: '{}' },
+      { type: 'function_call', call_id: 'call_1', name: 'has space', arguments: {} },
+      { type: 'function_call_output', call_id: 'call_1', output: [{ type: 'input_image', image_url: 'data:image/png;base64,iVBORw0KGgo=' }] },
+      { type: 'function_call_output', call_id: 'call_1', output: 5 },
+      { type: 'custom_tool_call', call_id: 'call_1', name: 'apply_patch', input: '' },
       { type: 'reasoning', id: 'rs_1', summary: [] },
       { role: 'tool', content: 'x' },
       { role: 'user', content: [] },
@@ -205,15 +211,65 @@ const responseInputItemArb = fc.oneof(
   },
 );
 
+/**
+ * A turn with a function call, as Codex sends one back: the call and its output (the fake's own
+ * call, FUZZ_TOOL_CALL), text or parts; now and then an output answering nothing, or an output
+ * alone (which answers the call of `$RESPONSE_OWN_CALL` when chained to it).
+ */
+const responseToolTurnArb = fc.constantFrom<unknown[]>(
+  [
+    { type: 'function_call', call_id: 'call_fuzz', name: 'get_weather', arguments: '{"city":"Oslo"}', id: 'fc_1', status: 'completed' },
+    { type: 'function_call_output', call_id: 'call_fuzz', output: 'rain' },
+  ],
+  [
+    { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Checking.', annotations: [] }] },
+    { type: 'function_call', call_id: 'call_fuzz', name: 'get_weather', arguments: '{"city":"Oslo"}' },
+    { type: 'function_call_output', call_id: 'call_fuzz', output: [{ type: 'input_text', text: 'rain' }] },
+  ],
+  [{ type: 'function_call_output', call_id: 'call_fuzz', output: 'rain' }],
+  [{ type: 'function_call_output', call_id: 'call_nowhere', output: 'rain' }],
+);
+
+/** A Responses API tool: mostly a function tool, now and then one of OpenAI's built-in tools or a custom one (refused by type) or a malformed one. */
+const responseToolArb = fc.oneof(
+  {
+    weight: 10,
+    arbitrary: fc.record(
+      {
+        type: fc.constant('function'),
+        name: fc.constantFrom('get_weather', 'lookup'),
+        description: fc.constantFrom<unknown>('The weather in a city', null),
+        parameters: fc.constantFrom<unknown>({ type: 'object', properties: { city: { type: 'string' } } }, null),
+        strict: fc.constantFrom<unknown>(true, false, null),
+      },
+      { requiredKeys: ['type', 'name'] },
+    ),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.constantFrom<unknown>(
+      { type: 'web_search' },
+      { type: 'file_search', vector_store_ids: ['vs_1'] },
+      { type: 'computer_use_preview', display_width: 1024, display_height: 768, environment: 'browser' },
+      { type: 'code_interpreter', container: { type: 'auto' } },
+      { type: 'mcp', server_label: 'docs', server_url: 'https://example.com/mcp' },
+      { type: 'local_shell' },
+      { type: 'custom', name: 'apply_patch', format: { type: 'text' } },
+    ),
+  },
+  { weight: 1, arbitrary: fc.constantFrom<unknown>({ type: 'function' }, { type: 'function', name: 'has space' }, { type: 'function', name: 'f', parameters: 'object' }, { name: 'f' }, {}, null, 'tool', 5) },
+);
+
 /** Responses API requests: mostly valid shapes, now and then what it refuses by name; earlier responses of the caller's and of others. */
 const responsesShape = fc.record(
   {
-    model: ok(fc.constantFrom<unknown>('fake-text', 'fake-chat', 'fake-vision'), 'fake-image', 'nope', 'fake-premium', 'fake-expensive', ''),
+    model: ok(fc.constantFrom<unknown>('fake-text', 'fake-chat', 'fake-vision', 'fake-tools', 'fake-tools'), 'fake-image', 'nope', 'fake-premium', 'fake-expensive', ''),
     // No blocklisted words (as in chatCompletionShape): /v1 answers the content policy with a 400
     // but keeps the failed, uncharged generation, as /api/v2 does; test/v1-responses.test.ts covers it.
     input: fc.oneof(
       { weight: 4, arbitrary: fc.oneof(fc.constantFrom('Hello?', 'Tell me about the sea'), fc.string({ maxLength: 40 })) },
       { weight: 6, arbitrary: fc.array(responseInputItemArb, { minLength: 1, maxLength: 4 }) },
+      { weight: 3, arbitrary: fc.tuple(fc.array(responseInputItemArb, { maxLength: 2 }), responseToolTurnArb).map(([before, turn]) => [...before, ...turn]) },
       { weight: 1, arbitrary: fc.constantFrom<unknown>([], null, 5, {}) },
     ),
     instructions: ok(fc.oneof(fc.constantFrom<unknown>('Be brief.', null), fc.string({ maxLength: 30 })), 5, ''),
@@ -223,7 +279,7 @@ const responsesShape = fc.record(
     stream: ok(fc.constantFrom<unknown>(false, null), 'yes'),
     store: ok(fc.constantFrom<unknown>(true, false, null), 'no'),
     previous_response_id: fc.oneof(
-      { weight: 6, arbitrary: fc.constantFrom<unknown>(null, '$RESPONSE_OWN') },
+      { weight: 6, arbitrary: fc.constantFrom<unknown>(null, '$RESPONSE_OWN', '$RESPONSE_OWN_CALL') },
       { weight: 2, arbitrary: fc.constant<unknown>('$RESPONSE_OTHER') },
       { weight: 2, arbitrary: fc.constantFrom<unknown>('resp_2147000000', 'resp_x', 'gen_1', '', 7) },
     ),
@@ -233,15 +289,64 @@ const responsesShape = fc.record(
       'x',
       [],
     ),
-    tools: ok(fc.constant<unknown>([]), [{ type: 'function', name: 'f', parameters: {} }], [{ type: 'web_search' }], [{}], 'x', null),
-    tool_choice: ok(fc.constantFrom<unknown>('auto', 'none', null), 'required', { type: 'function', name: 'f' }),
-    text: ok(fc.constantFrom<unknown>({ format: { type: 'text' } }, { verbosity: 'low' }, null), { format: { type: 'json_object' } }, { format: null }, 'x'),
+    tools: ok<unknown>(fc.array(responseToolArb, { maxLength: 3 }), null, 'x', {}),
+    tool_choice: ok(
+      fc.constantFrom<unknown>('auto', 'none', 'required', { type: 'function', name: 'get_weather' }, null),
+      { type: 'function', name: 'missing' },
+      { type: 'web_search_preview' },
+      { type: 'allowed_tools', mode: 'auto', tools: [{ type: 'function', name: 'get_weather' }] },
+      'sometimes',
+      5,
+    ),
+    parallel_tool_calls: fc.constantFrom<unknown>(true, false, null, 'yes'),
+    text: ok(
+      fc.constantFrom<unknown>(
+        { format: { type: 'text' } },
+        { verbosity: 'low' },
+        null,
+        { format: { type: 'json_object' } },
+        { format: { type: 'json_schema', name: 'weather', schema: { type: 'object', properties: { city: { type: 'string' } } }, strict: true } },
+      ),
+      { format: { type: 'json_schema', schema: {} } },
+      { format: { type: 'xml' } },
+      { format: null },
+      'x',
+    ),
     background: ok(fc.constantFrom<unknown>(false, null), true, 'yes'),
     conversation: ok(fc.constant<unknown>(null), 'conv_1'),
     reasoning: fc.constantFrom<unknown>({ effort: 'low' }, null, 'x'),
     include: fc.constantFrom<unknown>(['reasoning.encrypted_content'], [], 'x'),
     top_p: fc.double({ noNaN: true }),
     user: fc.string({ maxLength: 20 }),
+  },
+  { requiredKeys: ['model', 'input'] },
+);
+
+const WEATHER_TOOL = { type: 'function', name: 'get_weather', description: 'The weather in a city', parameters: { type: 'object', properties: { city: { type: 'string' } } }, strict: false };
+const LOOKUP_TOOL = { type: 'function', name: 'lookup', parameters: null, strict: null };
+
+/**
+ * A turn of Codex's loop on the model that takes tools: mostly accepted, so that calls are made
+ * (the fake calls FUZZ_TOOL_CALL whenever it is offered tools), presented, stored and chained;
+ * its input a task, or a call and its output, or an output alone answering the call of
+ * `$RESPONSE_OWN_CALL`.
+ */
+const codexTurnShape = fc.record(
+  {
+    model: ok(fc.constant<unknown>('fake-tools'), 'fake-text'),
+    instructions: fc.constantFrom<unknown>('You are a coding agent.', null),
+    input: fc.oneof(
+      fc.constant<unknown>('List the files'),
+      responseToolTurnArb.map((turn): unknown => (turn.length === 1 ? turn : [{ role: 'user', content: 'Weather in Oslo?' }, ...turn])),
+    ),
+    previous_response_id: fc.constantFrom<unknown>(null, '$RESPONSE_OWN_CALL', '$RESPONSE_OWN_CALL', '$RESPONSE_OWN'),
+    tools: ok<unknown>(fc.constantFrom([WEATHER_TOOL], [WEATHER_TOOL, LOOKUP_TOOL]), [], [WEATHER_TOOL, { type: 'local_shell' }]),
+    tool_choice: ok(fc.constantFrom<unknown>('auto', 'required', 'none', { type: 'function', name: 'get_weather' }), { type: 'function', name: 'missing' }),
+    parallel_tool_calls: fc.constantFrom<unknown>(false, true),
+    store: fc.constantFrom<unknown>(true, false),
+    text: ok(fc.constantFrom<unknown>({ format: { type: 'text' } }, { format: { type: 'json_object' } }), { format: { type: 'xml' } }),
+    max_output_tokens: fc.constantFrom<unknown>(null, 5, 100),
+    include: fc.constantFrom<unknown>(['reasoning.encrypted_content'], []),
   },
   { requiredKeys: ['model', 'input'] },
 );
@@ -897,7 +1002,7 @@ export const DRIVERS: DriverTable = {
     body: jsonBody(anthropicMessagesShape),
     headers: fc.tuple(anthropicHeaders, idempotencyHeader).map(([a, b]) => ({ ...a, ...b })),
   }),
-  'POST /v1/responses': () => ({ callers: main, runs: 250, body: jsonBody(responsesShape), headers: idempotencyHeader }),
+  'POST /v1/responses': () => ({ callers: main, runs: 250, body: jsonBody(fc.oneof({ weight: 3, arbitrary: responsesShape }, { weight: 2, arbitrary: codexTurnShape })), headers: idempotencyHeader }),
   'GET /v1/responses/:id': () => ({ callers: main, runs: 50, params: idOf('response') }),
 
   // The OpenAI-compatible media endpoints (/v1): images, speech, transcriptions, video jobs

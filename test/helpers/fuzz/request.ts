@@ -184,6 +184,9 @@ export class RequestBuilder {
         return `${publicBase}/files/${subject.owned.resultKeys[0] ?? 'results/none'}`;
       case '$RESPONSE_OWN':
         return `resp_${subject.owned.response[0] ?? 2_147_000_001}`;
+      case '$RESPONSE_OWN_CALL':
+        // The world's second response of an account called a tool (world.ts, callingResponse).
+        return `resp_${subject.owned.response[1] ?? 2_147_000_001}`;
       case '$RESPONSE_OTHER': {
         const theirs = world.othersIds(subject, 'response')[0];
         if (theirs !== undefined) this.bodyNamedOthers = true;

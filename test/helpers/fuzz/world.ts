@@ -32,6 +32,11 @@ import { emptyOwned, IdKind, Owned, seedResources } from './seed';
 export const FUZZ_BOT_TOKEN = '7000000002:AAH-fuzz-bot-token_for-gensvc';
 export const FUZZ_REPLICATE_SECRET = `whsec_${Buffer.from('fuzz-replicate-signing-secret-32b').toString('base64')}`;
 export const FUZZ_PASSWORD = 'correct horse battery staple';
+/**
+ * The call the fake model makes whenever a request offers it tools (and does not answer one), so
+ * responses and chat completions come back with a call, and a later turn's output can name it.
+ */
+export const FUZZ_TOOL_CALL = { id: 'call_fuzz', type: 'function' as const, function: { name: 'get_weather', arguments: '{"city":"Oslo"}' } };
 
 export const MAIN_CALLERS = ['free', 'elite', 'vipKey'] as const;
 export const DISPOSABLE_CALLERS = ['disposable', 'disposableKey'] as const;
@@ -91,6 +96,7 @@ export class FuzzWorld {
       },
       { providers: [fake.adapter(), downProvider('down')], worker: false },
     );
+    fake.toolCalls = [FUZZ_TOOL_CALL];
     const world = new FuzzWorld(app, sink, oidc, fake);
     await world.setUp();
     return world;
@@ -154,11 +160,22 @@ export class FuzzWorld {
         assistant,
         sessionId: account.sessionId,
       });
+      if (generations === 'all') account.owned.response.push(await this.callingResponse(account));
       // The key a caller authenticates with is not among its own ids (`owned.key` holds the spare
       // one), so the fuzzer rarely deletes it; `heal` replaces it when it does.
       this.accounts.set(name, account);
     }
     await this.makeSpecialTokens();
+  }
+
+  /** A stored response that called the fake's tool: `$RESPONSE_OWN_CALL`, which a chained function_call_output answers. */
+  private async callingResponse(account: Account): Promise<number> {
+    const tool = { type: 'function', name: FUZZ_TOOL_CALL.function.name, parameters: { type: 'object', properties: { city: { type: 'string' } } } };
+    const res = await this.app.http().post('/v1/responses').set('authorization', `Bearer ${account.accessToken}`).send({ model: 'fake-tools', input: 'seed call', tools: [tool] });
+    if (res.status !== 200 || res.body.output?.[0]?.type !== 'function_call') throw new Error(`seeding a calling response: ${res.status} ${JSON.stringify(res.body)}`);
+    const id = Number(String(res.body.id).replace(/^resp_/, ''));
+    account.owned.generation.push(id);
+    return id;
   }
 
   private async makeSpecialTokens(): Promise<void> {
