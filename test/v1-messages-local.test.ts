@@ -1,8 +1,9 @@
 /**
  * POST /v1/messages over the shipped catalog's built-in demo model (demo-text needs no upstream),
  * driven by the official `@anthropic-ai/sdk`: the same text, charge and history row as the same
- * request through /api/v2 (the demo is deterministic), plain and streamed; max_tokens honoured by
- * a real engine; the owner's webhook told of the generation; both clients' model lists.
+ * request through /api/v2 (the demo is deterministic), plain and streamed; max_tokens and
+ * stop_sequences honoured by a real engine (which says which sequence stopped it); the owner's
+ * webhook told of the generation; both clients' model lists.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -91,6 +92,24 @@ it('honours max_tokens: the demo writes no more words than it allows, and says w
   const long = await anthropic.messages.create({ model: 'demo-text', max_tokens: 500, ...conversation });
   expect(long.stop_reason).toBe('end_turn');
   expect(long.usage.output_tokens).toBeLessThan(500);
+});
+
+it('honours stop_sequences: the demo ends before the first that appears and says which, plain and streamed; it refuses tools', async () => {
+  const { anthropic } = await anthropicClient(app);
+  // The demo answers the same conversation the same way, so its whole answer shows where a stop must cut.
+  const whole = await anthropic.messages.create({ model: 'demo-text', max_tokens: 500, ...conversation });
+  const text = whole.content[0]?.type === 'text' ? whole.content[0].text : '';
+  const parts = text.split(' ');
+  const stop = ` ${parts[6]} ${parts[7]}`;
+  const cut = await anthropic.messages.create({ model: 'demo-text', max_tokens: 500, ...conversation, stop_sequences: ['never in it', stop] });
+  expect(cut).toMatchObject({ content: [{ type: 'text', text: text.slice(0, text.indexOf(stop)) }], stop_reason: 'stop_sequence', stop_sequence: stop });
+  const streamed = await anthropic.messages.stream({ model: 'demo-text', max_tokens: 500, ...conversation, stop_sequences: [stop] }).finalMessage();
+  expect(streamed).toMatchObject({ content: cut.content, stop_reason: 'stop_sequence', stop_sequence: stop });
+  const tools = await anthropic.messages
+    .create({ model: 'demo-text', max_tokens: 50, ...conversation, tools: [{ name: 'get_weather', input_schema: { type: 'object' } }] })
+    .catch((e: unknown) => e);
+  expect(tools).toBeInstanceOf(Anthropic.BadRequestError);
+  expect(tools).toMatchObject({ error: { error: { message: 'tools: demo-text does not support tools' } } });
 });
 
 it("tells the owner's webhook of the generation, as any other", async () => {

@@ -3,7 +3,8 @@
  * against the real app over the fake provider: the Message and what reaches the provider, both
  * credentials, what is refused before anything is held, every error class as the client raises
  * it, Idempotency-Key, and billing and history the same as the same work through /api/v2.
- * Streaming: v1-messages-stream.test.ts; the built-in demo model: v1-messages-local.test.ts.
+ * Streaming: v1-messages-stream.test.ts; the built-in demo model: v1-messages-local.test.ts;
+ * tool use: v1-messages-tools*.test.ts; stop sequences: v1-messages-stop.test.ts.
  */
 import path from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
@@ -139,10 +140,6 @@ describe('messages', () => {
 
 describe('refused before anything is held or sent upstream', () => {
   const refusals: Array<[string, Record<string, unknown>, string]> = [
-    ['tools', { tools: [{ name: 'get_weather', input_schema: { type: 'object' } }] }, 'tools: tool use is not supported yet'],
-    ['a tool_result block', { messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: '12' }] }] }, 'messages.0.content.0.type: tool use is not supported yet'],
-    ['a tool_use block', { messages: [{ role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'x', input: {} }] }, ...hello] }, 'messages.0.content.0.type: tool use is not supported yet'],
-    ['stop sequences', { stop_sequences: ['\n\nHuman:'] }, 'stop_sequences: stop sequences are not supported yet'],
     ['a document block', { messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'x' } }] }] }, 'messages.0.content.0.type: document blocks are not supported'],
     ['an image for a model without vision', { messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'url', url: 'https://example.com/a.png' } }] }] }, 'messages.0.content: this model does not accept images'],
     ['an image in a format Anthropic does not take', { model: 'fake-vision', messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'base64', media_type: 'image/bmp', data: 'Qk0=' } }] }] }, 'messages.0.content.0.source.media_type'],

@@ -127,5 +127,7 @@ export function presentError(dialect: ErrorDialect, answer: AppError, requestId:
   const type = ANTHROPIC_TYPES[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error');
   // Anthropic's SDKs read the request id from this header (`error.requestID`).
   headers['request-id'] = requestId;
-  return { status, headers, body: { type: 'error', error: { type, message: anthropicMessage(answer) }, request_id: requestId } };
+  // The machine-readable reason some SDK helpers act on (`error.details.error_code`: a message thread not held).
+  const details = typeof answer.extra.anthropic_error_code === 'string' ? { details: { error_code: answer.extra.anthropic_error_code } } : {};
+  return { status, headers, body: { type: 'error', error: { type, message: anthropicMessage(answer), ...details }, request_id: requestId } };
 }

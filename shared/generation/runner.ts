@@ -234,6 +234,7 @@ export class GenerationRunner {
     let content = '';
     const toolCalls = new ToolCallAssembly();
     let finishReason: FinishReason | null = null;
+    let stopSequence: string | undefined;
     let usage: Usage | null = null;
     let release: ReleaseSlot | null = null;
     let ended: Ended | null = null;
@@ -255,6 +256,7 @@ export class GenerationRunner {
           yield toolCalls.add(chunk.toolCall);
         } else if ('finish' in chunk) {
           finishReason = chunk.finish;
+          stopSequence = chunk.stopSequence;
         } else {
           usage = chunk.usage;
         }
@@ -267,7 +269,7 @@ export class GenerationRunner {
         resultText: content,
         file: null,
         thumbnail: null,
-        metadata: textMetadata({ finishReason: finishReason ?? (calls.length > 0 ? 'tool_calls' : 'stop'), toolCalls: calls }),
+        metadata: textMetadata({ finishReason: finishReason ?? (calls.length > 0 ? 'tool_calls' : 'stop'), toolCalls: calls, stopSequence }),
         usage: usage ?? { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
         seed: null,
       });

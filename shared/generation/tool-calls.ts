@@ -1,21 +1,28 @@
 /**
- * What a text generation's end keeps besides its text: why it finished and the tools it called,
- * in the row's result metadata (`finish_reason`, `tool_calls`), where polling, history and every
- * protocol's presenter read them. A stream's tool calls arrive in pieces and are joined here.
+ * What a text generation's end keeps besides its text: why it finished (and on which stop
+ * sequence, when the provider said), and the tools it called, in the row's result metadata
+ * (`finish_reason`, `stop_sequence`, `tool_calls`), where polling, history and every protocol's
+ * presenter read them. A stream's tool calls arrive in pieces and are joined here.
  */
 import { FinishReason, ProviderError, ToolCall, ToolCallDelta } from '../providers/types';
 
 export interface TextEnd {
   finishReason: FinishReason;
   toolCalls: ToolCall[];
+  /** The stop sequence that ended the text, when the provider said which (`stop_sequence`). */
+  stopSequence?: string;
 }
 
 /**
  * The result metadata of a completed text generation. An answer with tool calls that says it
  * simply stopped (some compatible servers do) has still called them: its clients must answer them.
+ * The stop sequence is kept only for an answer that stopped on it (not one that then called tools).
  */
 export function textMetadata(end: TextEnd): Record<string, unknown> {
-  if (end.toolCalls.length === 0) return { finish_reason: end.finishReason };
+  if (end.toolCalls.length === 0) {
+    const stopped = end.finishReason === 'stop' && end.stopSequence !== undefined;
+    return stopped ? { finish_reason: 'stop', stop_sequence: end.stopSequence } : { finish_reason: end.finishReason };
+  }
   return { finish_reason: end.finishReason === 'stop' ? 'tool_calls' : end.finishReason, tool_calls: end.toolCalls };
 }
 
@@ -30,7 +37,8 @@ export function textEndOf(metadata: Record<string, unknown> | null): TextEnd {
   const calls = Array.isArray(metadata?.tool_calls) ? (metadata.tool_calls as unknown[]).filter(isToolCall) : [];
   const reason = metadata?.finish_reason;
   const finishReason: FinishReason = reason === 'length' || reason === 'tool_calls' || reason === 'content_filter' ? reason : 'stop';
-  return { finishReason, toolCalls: calls };
+  const stopSequence = metadata?.stop_sequence;
+  return typeof stopSequence === 'string' && finishReason === 'stop' ? { finishReason, toolCalls: calls, stopSequence } : { finishReason, toolCalls: calls };
 }
 
 /** Joins the pieces of streamed tool calls, by index, into whole calls. */

@@ -120,6 +120,12 @@ export interface TextResult {
   /** The tools the model called, in order (empty when none). */
   toolCalls: ToolCall[];
   finishReason: FinishReason;
+  /**
+   * The stop sequence that ended the answer, when the provider says which (the built-in demo
+   * does; OpenAI's API only says `stop`). Protocols that report it (Anthropic's `stop_sequence`)
+   * read it from here; nothing is guessed when it is absent.
+   */
+  stopSequence?: string;
   usage: Usage;
 }
 
@@ -135,7 +141,7 @@ export interface ToolCallDelta {
 }
 
 /** What a text stream yields: text, a piece of a tool call, why it finished, and the usage last. */
-export type TextChunk = { delta: string } | { toolCall: ToolCallDelta } | { finish: FinishReason } | { usage: Usage };
+export type TextChunk = { delta: string } | { toolCall: ToolCallDelta } | { finish: FinishReason; stopSequence?: string } | { usage: Usage };
 
 export interface TextProvider {
   complete(request: TextRequest, options: CallOptions): Promise<TextResult>;

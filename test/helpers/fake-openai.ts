@@ -9,7 +9,7 @@
  * `finish_reason: "tool_calls"`; streamed as indexed `delta.tool_calls`, the arguments in pieces)
  * until the conversation ends with a tool's answer; it refuses what OpenAI refuses (a tool message
  * answering no call, a `tool_choice` without tools, `json_object` without the word JSON), and it
- * cuts its reply at the first `stop` sequence.
+ * cuts its reply at the first `stop` sequence (naming it as vLLM does when `namesStopSequence`).
  * Every request is recorded; failures are scripted per request with `next(...)`.
  */
 import { spawnSync } from 'node:child_process';
@@ -102,6 +102,8 @@ export class FakeOpenAI {
   speechSeconds = 1;
   /** The arguments (JSON text) of the tool calls the chat model makes. */
   toolArguments = '{"city":"Paris","unit":"celsius"}';
+  /** Name the stop sequence that cut the reply as the choice's `stop_reason`, as vLLM does (OpenAI does not). */
+  namesStopSequence = false;
   /** Streams that the client closed before their end. */
   abortedStreams = 0;
   /** Words of the current stream already sent. */
@@ -152,6 +154,7 @@ export class FakeOpenAI {
     this.echoKey = false;
     this.speechSeconds = 1;
     this.toolArguments = '{"city":"Paris","unit":"celsius"}';
+    this.namesStopSequence = false;
     this.abortedStreams = 0;
     this.streamedWords = 0;
   }
@@ -313,11 +316,20 @@ export class FakeOpenAI {
     return { id: `call_fake${this.nextCall++}`, type: 'function', function: { name, arguments: this.toolArguments } };
   }
 
-  /** The reply up to the first stop sequence, as OpenAI cuts it (the sequence itself is not sent). */
-  private replyFor(body: Record<string, unknown>): string {
+  /** The reply up to the first stop sequence, as OpenAI cuts it (the sequence itself is not sent), and that sequence. */
+  private replyFor(body: Record<string, unknown>): { text: string; matched: string | null } {
     const stop = typeof body.stop === 'string' ? [body.stop] : Array.isArray(body.stop) ? (body.stop as string[]) : [];
-    const cuts = stop.map((sequence) => this.reply.indexOf(sequence)).filter((at) => at >= 0);
-    return cuts.length > 0 ? this.reply.slice(0, Math.min(...cuts)) : this.reply;
+    let matched: string | null = null;
+    for (const sequence of stop) {
+      const at = this.reply.indexOf(sequence);
+      if (at >= 0 && (matched === null || at < this.reply.indexOf(matched))) matched = sequence;
+    }
+    return { text: matched === null ? this.reply : this.reply.slice(0, this.reply.indexOf(matched)), matched };
+  }
+
+  /** The choice's finish fields: vLLM adds `stop_reason` (the sequence, or null) beside `finish_reason`. */
+  private finishOf(reason: string, matched: string | null): Record<string, unknown> {
+    return this.namesStopSequence ? { finish_reason: reason, stop_reason: matched } : { finish_reason: reason };
   }
 
   private async chat(body: Record<string, unknown> | null, res: ServerResponse): Promise<void> {
@@ -330,7 +342,7 @@ export class FakeOpenAI {
     const id = `chatcmpl-${Date.now()}`;
     const created = Math.floor(Date.now() / 1000);
     const toolCall = this.toolCallFor(body);
-    const reply = this.replyFor(body);
+    const { text: reply, matched } = this.replyFor(body);
     if (body.stream !== true) {
       const message = toolCall ? { role: 'assistant', content: null, tool_calls: [toolCall], refusal: null } : { role: 'assistant', content: reply, refusal: null };
       this.send(res, {
@@ -338,7 +350,7 @@ export class FakeOpenAI {
         object: 'chat.completion',
         created,
         model: body.model,
-        choices: [{ index: 0, message, logprobs: null, finish_reason: toolCall ? 'tool_calls' : 'stop' }],
+        choices: [{ index: 0, message, logprobs: null, ...(toolCall ? { finish_reason: 'tool_calls' } : this.finishOf('stop', matched)) }],
         usage: this.usage,
       });
       return;
@@ -389,7 +401,7 @@ export class FakeOpenAI {
       res.write(chunk([{ index: 0, delta: { content: (i === 0 ? '' : ' ') + words[i] }, logprobs: null, finish_reason: null }]));
       this.streamedWords++;
     }
-    res.write(chunk([{ index: 0, delta: {}, logprobs: null, finish_reason: 'stop' }]));
+    res.write(chunk([{ index: 0, delta: {}, logprobs: null, ...this.finishOf('stop', matched) }]));
     if (includeUsage) res.write(chunk([], { usage: this.usage }));
     res.end('data: [DONE]\n\n');
   }

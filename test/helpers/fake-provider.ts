@@ -57,7 +57,7 @@ export class FakeProvider {
   /** Why each hanging call was stopped (its abort reason), in order. */
   readonly aborts: string[] = [];
   private readonly script: Behaviour[] = [];
-  /** Text the fake answers with; the words are streamed one by one (cut at a stop sequence, as models do). */
+  /** Text the fake answers with; the words are streamed one by one (cut at a stop sequence, as models do, saying which). */
   reply = 'Hello from the fake model';
   /**
    * Calls the fake makes instead of answering, when the request offers tools (and does not say
@@ -117,12 +117,15 @@ export class FakeProvider {
           this.calls.push({ capability: 'text', request });
           await this.behave(options);
           const calls = this.callsFor(request);
-          const content = calls.length > 0 ? '' : cutAtStop(this.reply, request.stop).text;
+          const cut = cutAtStop(this.reply, request.stop);
+          const content = calls.length > 0 ? '' : cut.text;
           const words = content === '' ? calls.length : content.split(' ').length;
           return {
             content,
             toolCalls: calls,
             finishReason: calls.length > 0 ? 'tool_calls' : 'stop',
+            // Like the demo model, it says which stop sequence ended its answer.
+            ...(calls.length === 0 && cut.sequence !== undefined ? { stopSequence: cut.sequence } : {}),
             usage: { prompt_tokens: 3, completion_tokens: words, total_tokens: 3 + words },
           };
         },
@@ -130,7 +133,9 @@ export class FakeProvider {
           this.calls.push({ capability: 'text.stream', request });
           const behave = () => this.behave(options);
           const calls = this.callsFor(request);
-          const words = calls.length > 0 ? [] : cutAtStop(this.reply, request.stop).text.split(' ');
+          const cut = cutAtStop(this.reply, request.stop);
+          const words = calls.length > 0 ? [] : cut.text.split(' ');
+          const stopSequence = calls.length === 0 ? cut.sequence : undefined;
           return (async function* (): AsyncGenerator<TextChunk> {
             await behave();
             for (let i = 0; i < words.length; i++) {
@@ -143,7 +148,7 @@ export class FakeProvider {
               yield { toolCall: { index, arguments: call.function.arguments.slice(0, half) } };
               yield { toolCall: { index, arguments: call.function.arguments.slice(half) } };
             }
-            yield { finish: calls.length > 0 ? 'tool_calls' : 'stop' };
+            yield stopSequence !== undefined ? { finish: 'stop', stopSequence } : { finish: calls.length > 0 ? 'tool_calls' : 'stop' };
             const completion = words.length + calls.length;
             yield { usage: { prompt_tokens: 3, completion_tokens: completion, total_tokens: 3 + completion } };
           })();

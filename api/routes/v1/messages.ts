@@ -4,7 +4,11 @@
  * any other (plan gate, limits and their headers, hold and capture, history, ledger,
  * Idempotency-Key, content policy, webhooks); the answer is a Message, or with `stream: true`
  * Anthropic's named server-sent events, billed exactly like our own streams (a client that goes
- * away is not charged). Errors take Anthropic's shape (presenters/errors.ts).
+ * away is not charged). Tool use and stop sequences go through the domain's text options: the
+ * request's `tools`, `tool_choice`, `tool_use` / `tool_result` turns and `stop_sequences` are read
+ * in messages-request.ts, the model's tool calls come back as `tool_use` blocks with `stop_reason:
+ * "tool_use"`, streamed as Anthropic streams them (presenters/anthropic-stream.ts). Errors take
+ * Anthropic's shape (presenters/errors.ts).
  *
  * Credentials: `x-api-key` (what the SDKs send for an API key) or `Authorization: Bearer`.
  * `anthropic-version` is accepted and not required: there is one version of this wire format
@@ -14,16 +18,17 @@
 import Router from '@koa/router';
 import type { Generation } from '../../../shared/db/entities';
 import { AppError } from '../../../shared/errors';
-import type { StreamEnd } from '../../../shared/generation/types';
+import type { StreamEnd, StreamPart } from '../../../shared/generation/types';
 import { AppContext, AppCustom, AppState, callerOf } from '../../context';
 import { generationOptions, parseBody } from '../../http';
 import { requireAuth, setRateLimitHeaders } from '../../middleware/auth';
-import { AnthropicEvent, messageEndEvents, messageStartEvents, presentMessage, textDeltaEvent } from '../../presenters/anthropic';
+import { AnthropicEvent, messageEndEvents, messageStartEvent, presentMessage } from '../../presenters/anthropic';
+import { MessageBlocks, wholeParts } from '../../presenters/anthropic-stream';
 import { presentError } from '../../presenters/errors';
-import { failedGenerationError } from '../../presenters/openai';
+import { chatEndOf, failedGenerationError } from '../../presenters/openai';
 import { clientGone, EventStream, pipeEvents } from '../../sse';
+import { anthropicFields } from './anthropic-fields';
 import { generateRequestOf, MessagesBody } from './messages-request';
-import { textParts } from '../../../shared/generation/tool-calls';
 
 /**
  * A generation that is not being run by this request (a replay, or one refused at once): its
@@ -35,11 +40,12 @@ function finished(generation: Generation): Generation {
   return generation;
 }
 
-async function* liveEvents(ctx: AppContext, body: MessagesBody, generation: Generation, deltas: AsyncGenerator<string, StreamEnd>): AsyncGenerator<AnthropicEvent> {
-  yield* messageStartEvents(generation, body.model);
+async function* liveEvents(ctx: AppContext, body: MessagesBody, generation: Generation, deltas: AsyncGenerator<StreamPart, StreamEnd>): AsyncGenerator<AnthropicEvent> {
+  yield messageStartEvent(generation, body.model);
+  const blocks = new MessageBlocks();
   let next = await deltas.next();
   while (!next.done) {
-    yield textDeltaEvent(next.value);
+    yield* blocks.part(next.value);
     next = await deltas.next();
   }
   const ended = next.value.generation;
@@ -48,13 +54,16 @@ async function* liveEvents(ctx: AppContext, body: MessagesBody, generation: Gene
     yield { event: 'error', data: presentError('anthropic', failedGenerationError(ended), ctx.state.requestId).body };
     return;
   }
+  yield* blocks.end();
   yield* messageEndEvents(ended, body.max_tokens);
 }
 
-/** A completed generation streamed whole (a replay of a streamed request): the same events, one delta. */
+/** A completed generation streamed whole (a replay of a streamed request): the same events, one delta a block. */
 async function* wholeEvents(body: MessagesBody, generation: Generation): AsyncGenerator<AnthropicEvent> {
-  yield* messageStartEvents(generation, body.model);
-  if (generation.resultText) yield textDeltaEvent(generation.resultText);
+  yield messageStartEvent(generation, body.model);
+  const blocks = new MessageBlocks();
+  for (const part of wholeParts(generation.resultText ?? '', chatEndOf(generation).toolCalls)) yield* blocks.part(part);
+  yield* blocks.end();
   yield* messageEndEvents(generation, body.max_tokens);
 }
 
@@ -66,17 +75,19 @@ export function v1MessageRoutes(): Router<AppState, AppCustom> {
     // Anthropic's SDKs read it as the response's `_request_id`.
     ctx.set('request-id', ctx.state.requestId);
     const body = parseBody(ctx, MessagesBody);
-    const request = generateRequestOf(body);
+    const { request, origins } = generateRequestOf(body);
     const options = { ...generationOptions(ctx, body), category: 'text' as const };
     const { generations } = ctx.container;
+    // What the domain refuses at acceptance names the fields of the domain's request: named back here.
+    const named = (error: unknown) => Promise.reject(anthropicFields(error, origins));
     if (request.stream) {
-      const streamed = await generations.stream(callerOf(ctx), request, options, clientGone(ctx));
+      const streamed = await generations.stream(callerOf(ctx), request, options, clientGone(ctx)).catch(named);
       if (streamed.limits) setRateLimitHeaders(ctx, streamed.limits);
-      const events = streamed.deltas ? liveEvents(ctx, body, streamed.generation, textParts(streamed.deltas)) : wholeEvents(body, finished(streamed.generation));
+      const events = streamed.deltas ? liveEvents(ctx, body, streamed.generation, streamed.deltas) : wholeEvents(body, finished(streamed.generation));
       pipeEvents(new EventStream(ctx), events, (error) => ctx.container.log.error({ err: error }, 'stream writer failed'));
       return;
     }
-    const started = await generations.start(callerOf(ctx), request, options);
+    const started = await generations.start(callerOf(ctx), request, options).catch(named);
     if (started.limits) setRateLimitHeaders(ctx, started.limits);
     ctx.body = presentMessage(finished(started.generation), body.model, body.max_tokens);
   });

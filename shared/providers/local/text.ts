@@ -12,8 +12,9 @@
  *   messages' text, `completion_tokens` the number of words in the reply. `maxTokens` caps the
  *   reply's words; without it the reply is about 60–120 words, always whole sentences (a cap
  *   shorter than any sentence cuts one sentence and closes it with a full stop).
- * - Stop sequences cut the reply before the first one that appears (finish reason `stop`); a reply
- *   that used the whole `maxTokens` budget finishes with `length`. It calls no tools.
+ * - Stop sequences cut the reply before the first one that appears (finish reason `stop`, and
+ *   which sequence it was); a reply that used the whole `maxTokens` budget finishes with
+ *   `length`. It calls no tools.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -374,10 +375,10 @@ function usageFor(request: TextRequest, content: string): Usage {
  * The reply as answered: cut before the first stop sequence (`stop`), else `length` when it used
  * the whole `maxTokens` budget of words, else a natural `stop`.
  */
-function answer(request: TextRequest): { content: string; finishReason: FinishReason } {
+function answer(request: TextRequest): { content: string; finishReason: FinishReason; stopSequence?: string } {
   const reply = generateReply(request);
   const cut = cutAtStop(reply, request.stop);
-  if (cut.stopped) return { content: cut.text, finishReason: 'stop' };
+  if (cut.stopped) return { content: cut.text, finishReason: 'stop', stopSequence: cut.sequence };
   const usedBudget = request.maxTokens !== null && countWords(reply) >= request.maxTokens;
   return { content: reply, finishReason: usedBudget ? 'length' : 'stop' };
 }
@@ -385,14 +386,14 @@ function answer(request: TextRequest): { content: string; finishReason: FinishRe
 export class LocalTextProvider implements TextProvider {
   async complete(request: TextRequest, options: CallOptions): Promise<TextResult> {
     throwIfAborted(options.signal);
-    const { content, finishReason } = answer(request);
+    const { content, finishReason, stopSequence } = answer(request);
     options.onProgress?.(100);
-    return { content, toolCalls: [], finishReason, usage: usageFor(request, content) };
+    return { content, toolCalls: [], finishReason, ...(stopSequence !== undefined ? { stopSequence } : {}), usage: usageFor(request, content) };
   }
 
   async *stream(request: TextRequest, options: CallOptions): AsyncIterable<TextChunk> {
     throwIfAborted(options.signal);
-    const { content, finishReason } = answer(request);
+    const { content, finishReason, stopSequence } = answer(request);
     const words = content.split(' ');
     for (let i = 0; i < words.length; i++) {
       // Give the event loop a turn between words, so an abort (a client going away) lands promptly.
@@ -401,7 +402,7 @@ export class LocalTextProvider implements TextProvider {
       yield { delta: i === 0 ? words[i] : ` ${words[i]}` };
       options.onProgress?.(Math.round(((i + 1) / words.length) * 100));
     }
-    yield { finish: finishReason };
+    yield stopSequence !== undefined ? { finish: finishReason, stopSequence } : { finish: finishReason };
     yield { usage: usageFor(request, content) };
   }
 }

@@ -55,6 +55,19 @@ export function finishReasonFrom(value: unknown): FinishReason | null {
   }
 }
 
+/**
+ * The stop sequence that ended an answer, when the server says which. OpenAI's API does not (its
+ * `finish_reason` is `stop` either way, and the sequence is cut from the text, so nothing in the
+ * answer tells); vLLM names it as the choice's `stop_reason` and SGLang as `matched_stop` (each a
+ * token id instead when a stop token ended it). Only one of the request's own sequences counts.
+ */
+export function matchedStopFrom(choice: Record<string, unknown>, stop: readonly string[] | undefined): string | undefined {
+  for (const value of [choice.stop_reason, choice.matched_stop]) {
+    if (typeof value === 'string' && stop?.includes(value)) return value;
+  }
+  return undefined;
+}
+
 /** The function calls of a completed message; other kinds of tool call (custom tools) are not ours to pass on. */
 export function toolCallsFrom(message: Record<string, unknown>): ToolCall[] | null {
   if (message.tool_calls === undefined || message.tool_calls === null) return [];

@@ -29,7 +29,7 @@ import {
   Usage,
 } from '../types';
 import { isRecord } from '../upstream-http';
-import { chatBody, finishReasonFrom, toolCallDeltasFrom, toolCallsFrom } from './chat-wire';
+import { chatBody, finishReasonFrom, matchedStopFrom, toolCallDeltasFrom, toolCallsFrom } from './chat-wire';
 import { Upstream, UpstreamOptions } from './http';
 import { languageCode } from './languages';
 import { sseData } from './sse';
@@ -93,7 +93,8 @@ export function createOpenAIProvider(options: OpenAIProviderOptions): ProviderAd
     }
     const finishReason = finishReasonFrom(choice?.finish_reason) ?? (toolCalls.length > 0 ? 'tool_calls' : 'stop');
     const usage = usageFrom(isRecord(json) ? json.usage : null) ?? { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
-    return { content, toolCalls, finishReason, usage };
+    const stopSequence = choice && finishReason === 'stop' ? matchedStopFrom(choice, request.stop) : undefined;
+    return { content, toolCalls, finishReason, ...(stopSequence !== undefined ? { stopSequence } : {}), usage };
   }
 
   async function* stream(request: TextRequest, call: CallOptions): AsyncGenerator<TextChunk> {
@@ -129,7 +130,8 @@ export function createOpenAIProvider(options: OpenAIProviderOptions): ProviderAd
         const finish = finishReasonFrom(choice.finish_reason);
         if (finish) {
           finished = true;
-          yield { finish };
+          const stopSequence = finish === 'stop' ? matchedStopFrom(choice, request.stop) : undefined;
+          yield stopSequence !== undefined ? { finish, stopSequence } : { finish };
         }
       }
     } catch (error) {

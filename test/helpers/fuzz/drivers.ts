@@ -118,7 +118,7 @@ const chatCompletionShape = fc.record(
   { requiredKeys: [] },
 );
 
-/** Anthropic Messages content: strings, and blocks of every kind a client sends (tool blocks are refused for now). */
+/** Anthropic Messages content: strings, and blocks of every kind a client sends (tool blocks out of place among them). */
 const anthropicBlockArb = ok<unknown>(
   fc.oneof(
     { weight: 4, arbitrary: fc.record({ type: fc.constant('text'), text: fc.string({ maxLength: 30 }) }) },
@@ -127,6 +127,7 @@ const anthropicBlockArb = ok<unknown>(
       arbitrary: fc.constantFrom(
         { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } },
         { type: 'image', source: { type: 'url', url: 'https://example.com/a.png' } },
+        { type: 'text', text: 'cached', cache_control: { type: 'ephemeral' } },
       ),
     },
   ),
@@ -134,6 +135,7 @@ const anthropicBlockArb = ok<unknown>(
   { type: 'image', source: { type: 'file', file_id: 'file_1' } },
   { type: 'tool_result', tool_use_id: 'toolu_1', content: '12' },
   { type: 'tool_use', id: 'toolu_1', name: 'x', input: {} },
+  { type: 'thinking', thinking: 'hm', signature: 'c2ln' },
   { type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'x' } },
   { type: 'text' },
   {},
@@ -144,26 +146,83 @@ const anthropicContentArb = fc.oneof(
   { weight: 1, arbitrary: fc.constantFrom(null, 7, [], { type: 'text', text: 'x' }) },
 );
 
+/** A tool in Anthropic's shape (custom, with an input_schema), now and then one of Anthropic's own or malformed. */
+const anthropicToolArb = ok<unknown>(
+  fc.record({
+    name: fc.constantFrom('get_weather', 'lookup', 'Bash', 'mcp__github__create_issue'),
+    description: fc.constantFrom('A tool', undefined),
+    input_schema: fc.constantFrom({ type: 'object', properties: { city: { type: 'string' } } }, { type: 'object', additionalProperties: false, $schema: 'http://json-schema.org/draft-07/schema#' }),
+    cache_control: fc.constantFrom({ type: 'ephemeral' }, undefined),
+  }),
+  { type: 'web_search_20250305', name: 'web_search', max_uses: 5 },
+  { type: 'bash_20250124', name: 'bash' },
+  { type: 'custom', name: 'x', input_schema: 'object' },
+  { name: 'has space', input_schema: {} },
+  { name: 'no_schema' },
+  null,
+  'tool',
+);
+
+/** A tool turn: the assistant's tool_use answered by the user's tool_result, now and then broken (unanswered, answering nothing, out of order, a bad input). */
+const anthropicToolTurnArb = ok<unknown[]>(
+  fc.constantFrom<unknown[]>(
+    [
+      { role: 'assistant', content: [{ type: 'text', text: 'Checking.' }, { type: 'tool_use', id: 'toolu_01A', name: 'get_weather', input: { city: 'Oslo' } }] },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_01A', content: [{ type: 'text', text: 'rain' }] }, { type: 'text', text: 'and?' }] },
+    ],
+    [
+      { role: 'assistant', content: [{ type: 'thinking', thinking: 'hm', signature: 'c2ln' }, { type: 'tool_use', id: 'call_1', name: 'get_weather', input: {} }] },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'call_1', content: 'boom', is_error: true }] },
+    ],
+    [
+      { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_gsx_Zm9vOmJhcg', name: 'get_weather', input: {} }] },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_gsx_Zm9vOmJhcg', content: [{ type: 'image', source: { type: 'url', url: 'https://example.com/a.png' } }] }] },
+    ],
+  ),
+  [{ role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_2', name: 'get_weather', input: {} }] }],
+  [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_nowhere', content: 'x' }] }],
+  [
+    { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_3', name: 'get_weather', input: 'Oslo' }] },
+    { role: 'user', content: [{ type: 'text', text: 'first' }, { type: 'tool_result', tool_use_id: 'toolu_3' }] },
+  ],
+);
+
 /** Anthropic Messages requests: valid shapes with their fields now and then wrong. */
 const anthropicMessagesShape = fc.record(
   {
-    model: ok<unknown>(fc.constantFrom('fake-text', 'fake-chat', 'fake-vision'), 'fake-image', 'nope', 'fake-premium', 'fake-expensive', ''),
+    // Mostly the model with tools (tools are offered on most draws), often one without them (refused).
+    model: ok<unknown>(fc.oneof({ weight: 3, arbitrary: fc.constant('fake-tools') }, { weight: 2, arbitrary: fc.constantFrom('fake-text', 'fake-chat', 'fake-vision') }), 'fake-image', 'nope', 'fake-premium', 'fake-expensive', ''),
     max_tokens: ok<unknown>(fc.integer({ min: 1, max: 100 }), 0, -5, 1.5, 'ten', null, 200_001),
     messages: ok<unknown>(
-      fc.array(fc.record({ role: ok<unknown>(fc.constantFrom('user', 'assistant'), 'system', 'robot'), content: anthropicContentArb }), { minLength: 1, maxLength: 4 }),
+      fc.oneof(
+        { weight: 3, arbitrary: fc.array(fc.record({ role: ok<unknown>(fc.constantFrom('user', 'assistant'), 'system', 'robot'), content: anthropicContentArb }), { minLength: 1, maxLength: 4 }) },
+        { weight: 2, arbitrary: anthropicToolTurnArb.map((turn) => [{ role: 'user', content: 'What is the weather?' }, ...turn]) },
+      ),
       [],
       null,
       'hi',
       [{}],
     ),
-    system: ok<unknown>(fc.oneof(fc.string({ maxLength: 30 }), fc.constant([{ type: 'text', text: 'Be brief.' }])), [{ type: 'image' }], 5, null),
+    system: ok<unknown>(fc.oneof(fc.string({ maxLength: 30 }), fc.constant([{ type: 'text', text: 'Be brief.', cache_control: { type: 'ephemeral' } }])), [{ type: 'image' }], 5, null),
     temperature: ok<unknown>(fc.double({ min: 0, max: 1, noNaN: true }), -1, 1.5, '0.5', null),
-    stop_sequences: ok<unknown>(fc.constant([]), ['\n\nHuman:'], 'stop', null),
+    stop_sequences: ok<unknown>(fc.constantFrom([], ['\n\nHuman:'], [' the', 'END']), ['a', 'b', 'c', 'd', 'e'], [''], [7], 'stop', null),
     stream: ok<unknown>(fc.constant(false), 'yes', null),
     metadata: ok<unknown>(fc.constantFrom({ user_id: 'u-1' }, {}), { user_id: 5 }, null, 'x'),
-    tools: ok<unknown>(fc.constant([]), [{ name: 'get_weather', input_schema: { type: 'object' } }], null, 'x'),
+    tools: ok<unknown>(fc.uniqueArray(anthropicToolArb, { maxLength: 3, selector: (tool) => JSON.stringify((tool as { name?: unknown } | null)?.name) }), null, 'x', {}, [{ name: 'twice', input_schema: {} }, { name: 'twice', input_schema: {} }]),
+    // What any tools allow; the choices that need tools (or a tool of that name) among the edges.
+    tool_choice: ok<unknown>(
+      fc.constantFrom({ type: 'auto' }, { type: 'auto', disable_parallel_tool_use: true }, { type: 'none' }, null),
+      { type: 'any', disable_parallel_tool_use: true },
+      { type: 'tool', name: 'get_weather' },
+      { type: 'tool' },
+      { type: 'tool', name: 'missing' },
+      { type: 'sometimes' },
+      'auto',
+    ),
+    thread: ok<unknown>(fc.constantFrom(undefined, { type: 'create' }), { type: 'continue', previous_message_id: 'msg_1' }, { type: 5 }, 'x'),
     top_k: fc.integer(),
     thinking: fc.constantFrom({ type: 'enabled', budget_tokens: 1024 }, { type: 'disabled' }),
+    context_management: fc.constant({ edits: [{ type: 'clear_thinking_20251015', keep: 'all' }] }),
   },
   // The required fields are there most of the time (their absence is one of the edge values).
   { requiredKeys: ['model', 'max_tokens', 'messages'] },
