@@ -73,16 +73,3 @@ export class ToolCallAssembly {
       });
   }
 }
-
-/**
- * The text of a stream without its tool-call pieces, for a protocol that refuses tools until it
- * speaks them (its requests carry none, so its streams have none to drop).
- */
-export async function* textParts<End>(parts: AsyncGenerator<string | ToolCallDelta, End>): AsyncGenerator<string, End> {
-  let next = await parts.next();
-  while (!next.done) {
-    if (typeof next.value === 'string') yield next.value;
-    next = await parts.next();
-  }
-  return next.value;
-}
