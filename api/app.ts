@@ -8,6 +8,7 @@ import type { AppCustom, AppState } from './context';
 import { errorMiddleware } from './middleware/errors';
 import { securityHeaders } from './middleware/security-headers';
 import { assistantRoutes } from './routes/assistants';
+import { billingRoutes } from './routes/billing';
 import { authRoutes } from './routes/auth';
 import { fileRoutes } from './routes/files';
 import { generateRoutes } from './routes/generate';
@@ -87,7 +88,7 @@ export function createApp(container: Container, options: AppOptions = {}): Koa<A
   });
 
   for (const middleware of options.extraRoutes ?? []) app.use(middleware);
-  const routers = [healthRoutes(), fileRoutes(), authRoutes(), userRoutes(), historyRoutes(), keyRoutes(), modelRoutes(), generateRoutes(), mediaRoutes(), assistantRoutes(), webhookRoutes(), scheduleRoutes(), providerWebhookRoutes(), ...v1Routes()];
+  const routers = [healthRoutes(), fileRoutes(), authRoutes(), userRoutes(), historyRoutes(), keyRoutes(), modelRoutes(), generateRoutes(), mediaRoutes(), assistantRoutes(), webhookRoutes(), scheduleRoutes(), billingRoutes(), providerWebhookRoutes(), ...v1Routes()];
   for (const router of routers) {
     app.use(router.routes());
     // Not thrown: the router then sets the Allow header a 405 must carry; errorMiddleware writes the body.

@@ -16,6 +16,7 @@ import { mediaDialog } from './dialogs/media';
 import { registerAccount } from './handlers/account';
 import { registerChat } from './handlers/chat';
 import { registerMediaInput } from './handlers/media-input';
+import { registerRedeem } from './handlers/redeem';
 import { commandList } from './menu';
 import { MEDIA_KINDS, MediaKind } from './models';
 
@@ -118,6 +119,7 @@ export function createBot(container: Container): Bot<BotContext> {
     bot.use(createConversation<BotContext, DialogContext>(mediaDialog(services, kind), kind));
     bot.command(kind, (ctx) => ctx.conversation.enter(kind));
   }
+  registerRedeem(bot, services);
 
   // Before the text handlers: its face-swap dialog must see the messages while it waits.
   registerMediaInput(bot, services);

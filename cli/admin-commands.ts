@@ -11,9 +11,10 @@ import { iso } from '../api/presenters/dates';
 import { tokenBalance } from '../shared/billing';
 import { auditLedger } from '../shared/billing/audit';
 import type { Container } from '../shared/container';
-import { LedgerEntry, User } from '../shared/db/entities';
+import { LedgerEntry, RedemptionBatch, User } from '../shared/db/entities';
 import { AppError } from '../shared/errors';
 import { PLAN_NAMES, PlanName } from '../shared/plans';
+import { CodeGrant, MAX_CODES_PER_BATCH } from '../shared/payments/redemption-codes';
 
 export class UsageError extends Error {}
 
@@ -25,6 +26,9 @@ export const ADMIN_USAGE = `usage: npm run --silent admin -- <command> [options]
   revoke-key   --id KEY_ID
   ledger       --email E [--limit N]        (the user's balance changes, newest first)
   audit-ledger                              (checks every account's money; exits 1 listing each violation)
+  create-codes (--tokens N | --plan PLAN --days N) [--uses N] [--count N] [--expires ISO-8601] [--note TEXT]
+                                            (redemption codes, printed once: only their hashes are kept)
+  list-code-batches                         (each batch with its uses left)
 plans: ${PLAN_NAMES.join(', ')}`;
 
 type Options = Record<string, string | undefined>;
@@ -71,6 +75,46 @@ function plan(value: string): PlanName {
   return value as PlanName;
 }
 
+function positive(value: string, name: string, max = MAX_INTEGER): number {
+  const n = integer(value, name);
+  if (n < 1 || n > max) throw new UsageError(`--${name} must be between 1 and ${max}`);
+  return n;
+}
+
+function futureDate(value: string, now: Date): Date {
+  const date = new Date(value);
+  if (Number.isNaN(date.getTime())) throw new UsageError('--expires must be an ISO-8601 date');
+  if (date.getTime() <= now.getTime()) throw new UsageError('--expires must be in the future');
+  return date;
+}
+
+/** What each code of a batch gives: `--tokens N`, or `--plan PLAN --days N`. */
+function codeGrant(options: Options): CodeGrant {
+  if ((options.tokens === undefined) === (options.plan === undefined)) throw new UsageError('give either --tokens N or --plan PLAN --days N');
+  if (options.tokens !== undefined) {
+    if (options.days !== undefined) throw new UsageError('--days goes with --plan');
+    return { kind: 'tokens', tokens: positive(options.tokens, 'tokens') };
+  }
+  const paid = plan(options.plan ?? '');
+  if (paid === 'free') throw new UsageError('--plan must be a paid plan');
+  return { kind: 'plan', plan: paid, days: positive(required(options, 'days'), 'days', 3660) };
+}
+
+function presentBatch(batch: RedemptionBatch, used: number) {
+  return {
+    id: batch.id,
+    tokens: batch.tokens,
+    plan: batch.plan,
+    plan_days: batch.planDays,
+    uses_per_code: batch.usesPerCode,
+    count: batch.codeCount,
+    uses_left: batch.usesPerCode * batch.codeCount - used,
+    expires_at: iso(batch.expiresAt),
+    note: batch.note,
+    created_at: iso(batch.createdAt),
+  };
+}
+
 async function userByEmail(container: Container, email: string): Promise<User> {
   const user = await container.users.findByEmail(email);
   if (!user) throw new UsageError(`no user with email ${normalizeEmail(email)}`);
@@ -99,6 +143,11 @@ export async function runAdminCommand(container: Container, argv: string[]): Pro
         id: { type: 'string' },
         limit: { type: 'string' },
         offset: { type: 'string' },
+        tokens: { type: 'string' },
+        days: { type: 'string' },
+        uses: { type: 'string' },
+        count: { type: 'string' },
+        note: { type: 'string' },
       },
       allowPositionals: false,
       strict: true,
@@ -176,6 +225,24 @@ export async function runAdminCommand(container: Container, argv: string[]): Pro
     }
     case 'audit-ledger':
       return auditLedger(container.db);
+    case 'create-codes': {
+      const created = await container.redemptionCodes.createBatch({
+        grant: codeGrant(options),
+        count: positive(options.count ?? '1', 'count', MAX_CODES_PER_BATCH),
+        usesPerCode: positive(options.uses ?? '1', 'uses'),
+        expiresAt: options.expires === undefined ? null : futureDate(options.expires, container.clock()),
+        note: options.note ?? null,
+      });
+      return { batch: presentBatch(created.batch, 0), codes: created.codes };
+    }
+    case 'list-code-batches': {
+      const batches = await db.repo(RedemptionBatch).find({ order: { id: 'ASC' } });
+      const used = await db.read<{ batch_id: number | string; used: number | string }>({
+        sql: 'SELECT c.batch_id, SUM(b.uses_per_code - c.uses_left) AS used FROM redemption_codes c JOIN redemption_batches b ON b.id = c.batch_id GROUP BY c.batch_id',
+      });
+      const usedBy = new Map(used.map((u) => [Number(u.batch_id), Number(u.used)]));
+      return { batches: batches.map((b) => presentBatch(b, usedBy.get(b.id) ?? 0)) };
+    }
     case 'revoke-key': {
       const id = integer(required(options, 'id'), 'id');
       try {

@@ -41,7 +41,7 @@ import type { Config } from './config';
 import { Database } from './db/database';
 import { Billing } from './billing';
 import { Migrations, openDatabase } from './db/data-source';
-import { AuthLimiter, GenerationLimiter } from './limits';
+import { AuthLimiter, FailedAttemptLimiter, GenerationLimiter } from './limits';
 import { createLogger, Logger } from './log';
 import { LogMailer, Mailer, SmtpMailer } from './mail';
 import { loadPlans, PlanTable } from './plans';
@@ -49,6 +49,9 @@ import { createRedis, Redis } from './redis';
 import { BotDeliveries } from './telegram/deliveries';
 import { watchBotGenerations } from './telegram/delivery';
 import { ChatStates, createKeyValueStore, KeyValueStore } from './telegram/state';
+import { Payments } from './payments/payments';
+import { loadProducts, ProductTable } from './payments/products';
+import { RedemptionCodes } from './payments/redemption-codes';
 
 export interface Container {
   config: Config;
@@ -90,6 +93,11 @@ export interface Container {
   chats: ChatStates;
   /** Where results of generations the bot started go. */
   botDeliveries: BotDeliveries;
+  /** What is for sale: token packs and plan months, priced in Stars and a currency (product/products.json). */
+  products: ProductTable;
+  /** Credits and reversals of payments, each exactly once (shared/payments). */
+  payments: Payments;
+  redemptionCodes: RedemptionCodes;
   close(): Promise<void>;
 }
 
@@ -127,6 +135,7 @@ export async function buildContainer(config: Config, options: ContainerOptions):
   const log = options.log ?? createLogger(config.logLevel);
   const clock = options.clock ?? systemClock;
   const plans = loadPlans(config.productFiles.plans);
+  const products = loadProducts(config.productFiles.products);
   const dataSource =
     options.dataSource ??
     (await openDatabase(config.database, {
@@ -207,6 +216,9 @@ export async function buildContainer(config: Config, options: ContainerOptions):
       await botDeliveries.create({ generationId: generation.id, chatId: identity.subject, messageId: null, kind: 'media', language: user.language, prompt: generation.prompt });
     });
   }
+  const payments = new Payments(db, billing, users, plans, products, clock);
+  const redeemAttempts = new FailedAttemptLimiter(redis, config.redisPrefix, 'redeem-failures', config.redeemFailuresPerHour, 3600);
+  const redemptionCodes = new RedemptionCodes(db, payments, redeemAttempts, clock);
   runner.onEnd((generation, facts) => {
     if (facts.hasWebhooks === false) return;
     webhooks.onGenerationEnded(generation).catch((error: unknown) => log.error({ err: error, generationId: generation.id }, 'webhook fan-out failed'));
@@ -247,6 +259,9 @@ export async function buildContainer(config: Config, options: ContainerOptions):
     botState,
     chats: new ChatStates(botState),
     botDeliveries,
+    products,
+    payments,
+    redemptionCodes,
     async close() {
       await queue.close();
       await providers.close();

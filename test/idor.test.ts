@@ -8,7 +8,8 @@
  * `{detail: "Not found", code: "not_found"}` (never 403, never a hint; under /v1 the same 404 in
  * OpenAI's error shape, and a response's id is also tried as `resp_123`). The other user's rows are
  * compared before and after (status, favorite, rating, hidden, balances, sessions, keys,
- * schedules, webhooks, deliveries, installs, ledger), and the caller's balance must not move.
+ * schedules, webhooks, deliveries, installs, ledger, payments), and the caller's balance must not
+ * move. (The billing routes take no id: products are public, a redemption is the caller's own.)
  *
  * A new route with `:id` under a known resource prefix is swept automatically; a route with a
  * path param under an unknown prefix fails the first test until it is classified here.
@@ -21,6 +22,7 @@ import {
   Identity,
   LedgerEntry,
   PasswordReset,
+  Payment,
   RefreshToken,
   Schedule,
   Session,
@@ -116,6 +118,8 @@ async function makeParty(name: 'A' | 'B', assistant: string): Promise<Party> {
     sessionId: sessions[0]?.id,
   });
   owned.key.push(key.body.id);
+  // A payment of each, so that "the owner's rows unchanged" covers payments too.
+  await app().container.payments.creditPurchase({ provider: 'telegram', externalId: `idor-${name}-${user.id}`, userId: user.id, productId: 'tokens-500', paid: { amount: 150, currency: 'XTR' } });
   return { name, userId: user.id, session: user.accessToken, key: key.body.key, keyId: key.body.id, owned };
 }
 
@@ -170,6 +174,7 @@ async function rowsOf(userId: number): Promise<string> {
     identities: await db.repo(Identity).find({ where: byUser, order: { id: 'ASC' } }),
     resets: await db.repo(PasswordReset).find({ where: byUser, order: { id: 'ASC' } }),
     ledger: await db.repo(LedgerEntry).find({ where: byUser, order: { id: 'ASC' } }),
+    payments: await db.repo(Payment).find({ where: byUser, order: { id: 'ASC' } }),
   };
   return JSON.stringify(rows);
 }

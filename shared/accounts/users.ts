@@ -5,10 +5,10 @@
 import type { EntityManager } from 'typeorm';
 import { addDays, addMonths, Clock } from '../clock';
 import type { Database } from '../db/database';
-import { ApiKey, Identity, IdentityKind, LedgerEntry, User } from '../db/entities';
+import { ApiKey, Identity, IdentityKind, LedgerEntry, LedgerReason, Payment, User } from '../db/entities';
 import { AppError } from '../errors';
 import { PlanName, PlanTable } from '../plans';
-import { Billing, freeBalance } from '../billing';
+import { Billing, splitTakeBack } from '../billing';
 
 export interface NewUser {
   name: string;
@@ -142,31 +142,43 @@ export class Users {
     return this.db.transaction(async (em) => {
       const user = await this.db.lockOne(em, User, userId);
       if (!user) throw new AppError('not_found');
-      const now = this.clock();
-      const allowance = this.plans.get(plan).tokenLimit;
-      await em.getRepository(User).update(
-        { id: userId },
-        {
-          plan,
-          planExpiresAt: plan === 'free' ? null : (expiresAt ?? addDays(now, DEFAULT_PLAN_DAYS)),
-          periodStartedAt: now,
-          nextRefillAt: addMonths(now, 1),
-          tokensUsedThisPeriod: 0,
-          updatedAt: now,
-        },
-      );
-      const delta = allowance - user.subscriptionTokens;
-      if (delta !== 0) {
-        const entry = await this.billing.change(
-          em,
-          userId,
-          { subscriptionDelta: delta, bonusDelta: 0, reason: 'plan_change', note: `${user.plan} -> ${plan}` },
-          now,
-        );
-        if (!entry) throw new Error('plan change could not be applied');
-      }
+      await this.movePlan(em, user, plan, expiresAt ?? null, { reason: 'plan_change', note: `${user.plan} -> ${plan}` }, this.clock());
       return em.getRepository(User).findOneByOrFail({ id: userId });
     });
+  }
+
+  /**
+   * `setPlan` inside the caller's transaction, on the user row it locked (a payment starts or ends
+   * a plan beside its own rows): a new period with the plan's allowance, the difference one ledger
+   * row written as `entry` says. With `recordEvenIfNothingMoves`, the row is written when the
+   * allowance difference is 0 too (a payment is always on the ledger); `subscriptionAfter` sets
+   * the subscription bucket to something other than the allowance (a refund never adds tokens).
+   */
+  async movePlan(
+    em: EntityManager,
+    user: User,
+    plan: PlanName,
+    expiresAt: Date | null,
+    entry: { reason: LedgerReason; note: string; recordEvenIfNothingMoves?: boolean; subscriptionAfter?: number },
+    now: Date,
+  ): Promise<void> {
+    const allowance = entry.subscriptionAfter ?? this.plans.get(plan).tokenLimit;
+    await em.getRepository(User).update(
+      { id: user.id },
+      {
+        plan,
+        planExpiresAt: plan === 'free' ? null : (expiresAt ?? addDays(now, DEFAULT_PLAN_DAYS)),
+        periodStartedAt: now,
+        nextRefillAt: addMonths(now, 1),
+        tokensUsedThisPeriod: 0,
+        updatedAt: now,
+      },
+    );
+    const delta = allowance - user.subscriptionTokens;
+    if (delta !== 0 || entry.recordEvenIfNothingMoves) {
+      const changed = await this.billing.change(em, user.id, { subscriptionDelta: delta, bonusDelta: 0, reason: entry.reason, note: entry.note }, now);
+      if (!changed) throw new Error('plan change could not be applied');
+    }
   }
 
   /**
@@ -182,11 +194,7 @@ export class Users {
       if (amount > 0) {
         await this.billing.change(em, userId, { subscriptionDelta: 0, bonusDelta: amount, reason: 'grant', note }, now);
       } else {
-        const free = freeBalance(user);
-        let remaining = Math.min(-amount, free);
-        const fromBonus = Math.min(remaining, user.bonusTokens);
-        remaining -= fromBonus;
-        const fromSubscription = Math.min(remaining, user.subscriptionTokens);
+        const { fromBonus, fromSubscription } = splitTakeBack(-amount, user);
         if (fromBonus + fromSubscription > 0) {
           const entry = await this.billing.change(
             em,
@@ -205,6 +213,8 @@ export class Users {
   async delete(userId: number): Promise<void> {
     await this.db.transaction(async (em) => {
       await em.getRepository(LedgerEntry).update({ userId }, { userId: null });
+      // Payments stay too (they are the record of money taken), anonymised like the ledger.
+      await em.getRepository(Payment).update({ userId }, { userId: null });
       await em.getRepository(ApiKey).delete({ userId });
       await em.getRepository(User).delete({ id: userId });
     });

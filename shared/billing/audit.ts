@@ -5,16 +5,19 @@
  * - no bucket is below zero, now or after any ledger row;
  * - a completed generation that charged has exactly one debit of what it charged, and nothing
  *   else (a failed or pending one, or a free one) has any;
- * - what an account holds is the sum of the prices of its pending generations.
+ * - what an account holds is the sum of the prices of its pending generations;
+ * - each payment has its one credit row and, once reversed, its one refund row (payment-audit.ts).
  */
 import type { Database } from '../db/database';
+import { auditPayments, PaymentAuditRule } from './payment-audit';
 
-export type AuditRule = 'ledger_sum' | 'last_row' | 'negative_bucket' | 'debit_count' | 'debit_amount' | 'held_tokens';
+export type AuditRule = 'ledger_sum' | 'last_row' | 'negative_bucket' | 'debit_count' | 'debit_amount' | 'held_tokens' | PaymentAuditRule;
 
 export interface AuditViolation {
   rule: AuditRule;
   userId: number;
   generationId?: number;
+  paymentId?: number;
   detail: string;
 }
 
@@ -22,6 +25,7 @@ export interface AuditReport {
   ok: boolean;
   accounts: number;
   generations: number;
+  payments: number;
   violations: AuditViolation[];
 }
 
@@ -70,5 +74,7 @@ export async function auditLedger(db: Database): Promise<AuditReport> {
     if (debits !== expected) violations.push({ rule: 'debit_count', ...where, detail: `${g.status} generation charged ${spent} has ${debits} debits` });
     else if (expected === 1 && debited !== -spent) violations.push({ rule: 'debit_amount', ...where, detail: `charged ${spent}, debited ${-debited}` });
   }
-  return { ok: violations.length === 0, accounts: accounts.length, generations: generations.length, violations };
+  const payments = await auditPayments(db);
+  violations.push(...payments.violations);
+  return { ok: violations.length === 0, accounts: accounts.length, generations: generations.length, payments: payments.payments, violations };
 }

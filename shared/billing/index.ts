@@ -59,6 +59,18 @@ export function splitCharge(price: number, subscription: number, bonus: number):
   return { fromSubscription, fromBonus };
 }
 
+/**
+ * What taking `amount` tokens back (a negative grant, a refund) removes: bonus tokens first, then
+ * subscription tokens, never more than the free balance, so what pending generations hold stays
+ * (decisions.md: a correction never takes held tokens). Less than `amount` when less is there.
+ */
+export function splitTakeBack(amount: number, user: Pick<User, 'subscriptionTokens' | 'bonusTokens' | 'heldTokens'>): ChargeSplit {
+  const available = Math.min(Math.max(0, amount), freeBalance(user));
+  const fromBonus = Math.min(available, Math.max(0, user.bonusTokens));
+  const fromSubscription = Math.min(available - fromBonus, Math.max(0, user.subscriptionTokens));
+  return { fromSubscription, fromBonus };
+}
+
 /** `token_balance` / `balance_remaining`: subscription plus bonus tokens, holds not subtracted. */
 export function tokenBalance(user: Pick<User, 'subscriptionTokens' | 'bonusTokens'>): number {
   return user.subscriptionTokens + user.bonusTokens;

@@ -114,6 +114,7 @@ const EnvSchema = z.object({
   PLANS_PATH: optionalString,
   CATALOG_PATH: optionalString,
   ASSISTANTS_PATH: optionalString,
+  PRODUCTS_PATH: optionalString,
   LOG_LEVEL: z
     .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
     .optional()
@@ -121,6 +122,7 @@ const EnvSchema = z.object({
   AUTH_LOGIN_LIMIT_PER_MINUTE: positiveInt(10),
   AUTH_REGISTER_LIMIT_PER_MINUTE: positiveInt(10),
   AUTH_FORGOT_LIMIT_PER_HOUR: positiveInt(3),
+  REDEEM_FAILED_ATTEMPTS_PER_HOUR: positiveInt(10),
 });
 
 export type DatabaseConfig =
@@ -163,9 +165,11 @@ export interface Config {
   /** A GGUF language model the operator brings; offers `local-llm` (llama.cpp on the CPU). */
   llmModelPath: string | undefined;
   urlFetchAllow: string[];
-  productFiles: { plans: string; catalog: string; assistants: string };
+  productFiles: { plans: string; catalog: string; assistants: string; products: string };
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   authLimits: { loginPerMinute: number; registerPerMinute: number; forgotPerHour: number };
+  /** Refused redemption-code attempts an account may make per hour before it must wait; 0 = no limit. */
+  redeemFailuresPerHour: number;
   /** Enabled upstreams by name (`openai`, …): either variable enables one; a key is optional. */
   providers: Record<string, UpstreamConfig>;
   /** Signing secret of Replicate's webhooks; set, predictions ask to be posted to `/api/v2/providers/replicate/webhook`. */
@@ -308,6 +312,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       plans: path.resolve(e.PLANS_PATH ?? path.join(productDir, 'plans.json')),
       catalog: path.resolve(e.CATALOG_PATH ?? path.join(productDir, 'catalog.json')),
       assistants: path.resolve(e.ASSISTANTS_PATH ?? path.join(productDir, 'assistants.json')),
+      products: path.resolve(e.PRODUCTS_PATH ?? path.join(productDir, 'products.json')),
     },
     logLevel: e.LOG_LEVEL,
     authLimits: {
@@ -315,6 +320,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       registerPerMinute: e.AUTH_REGISTER_LIMIT_PER_MINUTE,
       forgotPerHour: e.AUTH_FORGOT_LIMIT_PER_HOUR,
     },
+    redeemFailuresPerHour: e.REDEEM_FAILED_ATTEMPTS_PER_HOUR,
     providers: upstreams,
     replicateWebhook: e.REPLICATE_WEBHOOK_SECRET ? { secret: e.REPLICATE_WEBHOOK_SECRET } : undefined,
     providerConcurrency,

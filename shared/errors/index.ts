@@ -29,6 +29,14 @@ export const errorCatalogue = {
   wrong_password: { status: 422, detail: 'Current password is incorrect' },
   limit_reached: { status: 422, detail: 'Limit reached' },
   rate_limited: { status: 429, detail: 'Rate limit exceeded' },
+  // Redemption codes (POST /billing/redeem, the bot's /redeem): a wrong, expired or spent code
+  // also counts against the account's attempt limit (429 rate_limited once it is used up).
+  redemption_code_invalid: { status: 404, detail: 'Unknown redemption code' },
+  redemption_code_expired: { status: 410, detail: 'This redemption code has expired' },
+  redemption_code_spent: { status: 410, detail: 'This redemption code has been used up' },
+  redemption_code_already_redeemed: { status: 409, detail: 'This account has already redeemed this code' },
+  // Paying would end the better plan at once (a payment for another plan starts it now).
+  plan_downgrade_not_allowed: { status: 409, detail: 'A lower plan cannot be bought while a higher plan is running' },
   // A generation that failed, as the OpenAI- and Anthropic-compatible endpoints answer it (they
   // have no "failed" result to return, only an error); the detail is the generation's error.
   generation_refused: { status: 400, detail: 'The request was refused under the content policy' },

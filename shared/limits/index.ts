@@ -158,3 +158,45 @@ export class AuthLimiter {
     }
   }
 }
+
+/**
+ * Refused attempts per account over a fixed window (redemption codes: a wrong, expired or spent
+ * code counts): once `points` refusals are counted, every attempt is refused with 429 until the
+ * window ends, a right guess included, so codes cannot be guessed by trying. Successes count
+ * nothing. 0 points disables it.
+ */
+export class FailedAttemptLimiter {
+  private readonly limiter: RateLimiterAbstract | null;
+
+  constructor(
+    private readonly redis: Redis | undefined,
+    prefix: string,
+    name: string,
+    private readonly points: number,
+    durationSeconds: number,
+  ) {
+    this.limiter = points > 0 ? makeLimiter(redis, `${prefix}:limit:${name}`, points, durationSeconds) : null;
+  }
+
+  /** Throws `rate_limited` with `retry_after` while `key` has used up its refusals. */
+  async assertAllowed(key: string): Promise<void> {
+    if (!this.limiter) return;
+    reachable(this.redis);
+    const res = await this.limiter.get(key);
+    if (res && res.consumedPoints >= this.points) {
+      const retryAfter = seconds(res.msBeforeNext);
+      throw new AppError('rate_limited', { extra: { retry_after: retryAfter }, headers: { 'Retry-After': String(retryAfter) } });
+    }
+  }
+
+  /** Counts one refused attempt of `key`. */
+  async recordFailure(key: string): Promise<void> {
+    if (!this.limiter) return;
+    try {
+      await this.limiter.consume(key, 1);
+    } catch (rejection) {
+      // Over the limit already (attempts that raced past `assertAllowed`): counted all the same.
+      if (!(rejection instanceof RateLimiterRes)) throw rejection;
+    }
+  }
+}

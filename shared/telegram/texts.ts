@@ -25,7 +25,7 @@ export interface Texts {
     settings: string;
     help: string;
   };
-  commands: Record<'start' | 'new' | 'image' | 'video' | 'music' | 'voice' | 'balance' | 'history' | 'settings' | 'help' | 'cancel' | 'link', string>;
+  commands: Record<'start' | 'new' | 'image' | 'video' | 'music' | 'voice' | 'balance' | 'history' | 'settings' | 'help' | 'cancel' | 'link' | 'redeem', string>;
   linkCode(code: string, minutes: number): string;
   help: string;
   chatHint(model: string): string;
@@ -86,6 +86,13 @@ export interface Texts {
   failed(error: string): string;
   tooLarge: string;
   somethingWrong: string;
+  // Redemption codes (/redeem).
+  redeemAsk: string;
+  redeemSendText: string;
+  redeemedTokens(tokens: number, balance: number): string;
+  redeemedPlan(plan: string, until: string, balance: number): string;
+  redeemRefused: Record<'invalid' | 'expired' | 'spent' | 'alreadyRedeemed' | 'downgrade', string>;
+  redeemTooManyAttempts(seconds: number, at: string): string;
 }
 
 const en: Texts = {
@@ -118,6 +125,7 @@ const en: Texts = {
     help: 'What I can do',
     cancel: 'Leave the current dialog',
     link: 'Connect your web account',
+    redeem: 'Redeem a code',
   },
   linkCode: (code, minutes) =>
     `Your link code: ${code}\nSign in on the web and send it to POST /api/v2/auth/link within ${minutes} minutes; your Telegram then shares that account's balance and history.`,
@@ -131,6 +139,7 @@ const en: Texts = {
     '/balance: your plan, tokens and next refill',
     '/history: your recent generations',
     '/settings: language, chat and image model, image format',
+    '/redeem: redeem a code for tokens or a plan',
     '/cancel: leave the current dialog',
     '',
     'Tokens are charged only when a generation completes. In groups, mention me or reply to my message.',
@@ -202,6 +211,18 @@ const en: Texts = {
   failed: (error) => `The generation failed: ${error}. Nothing was charged.`,
   tooLarge: 'The result is too large to send through Telegram.',
   somethingWrong: 'Something went wrong on my side. Please try again.',
+  redeemAsk: 'Send me the code to redeem:',
+  redeemSendText: 'Please send the code as text, or /cancel.',
+  redeemedTokens: (tokens, balance) => `Done: ${tokens} bonus tokens added. You now have ${balance} tokens.`,
+  redeemedPlan: (plan, until, balance) => `Done: your plan is ${plan} until ${until}. You have ${balance} tokens.`,
+  redeemRefused: {
+    invalid: 'There is no such code. Check it and try again.',
+    expired: 'This code has expired.',
+    spent: 'This code has been used up.',
+    alreadyRedeemed: 'You have already redeemed this code.',
+    downgrade: 'This code is for a lower plan than the one you have now; redeem it once your plan ends.',
+  },
+  redeemTooManyAttempts: (seconds, at) => `Too many wrong codes. Try again in ${formatWait(seconds, 'en')} (at ${at} UTC).`,
 };
 
 const ru: Texts = {
@@ -234,6 +255,7 @@ const ru: Texts = {
     help: 'Что я умею',
     cancel: 'Выйти из текущего диалога',
     link: 'Подключить веб-аккаунт',
+    redeem: 'Активировать код',
   },
   linkCode: (code, minutes) =>
     `Ваш код привязки: ${code}\nВойдите на сайте и отправьте его в POST /api/v2/auth/link в течение ${minutes} минут — Telegram будет использовать баланс и историю того аккаунта.`,
@@ -247,6 +269,7 @@ const ru: Texts = {
     '/balance: тариф, токены и следующее пополнение',
     '/history: последние генерации',
     '/settings: язык, чат-модель и модель картинок, формат картинок',
+    '/redeem: активировать код на токены или тариф',
     '/cancel: выйти из текущего диалога',
     '',
     'Токены списываются только за завершённую генерацию. В группах упомяните меня или ответьте на моё сообщение.',
@@ -319,6 +342,18 @@ const ru: Texts = {
   failed: (error) => `Генерация не удалась: ${error}. Ничего не списано.`,
   tooLarge: 'Результат слишком большой, чтобы отправить его через Telegram.',
   somethingWrong: 'У меня что-то пошло не так. Попробуйте ещё раз.',
+  redeemAsk: 'Пришлите код для активации:',
+  redeemSendText: 'Пожалуйста, пришлите код текстом или /cancel.',
+  redeemedTokens: (tokens, balance) => `Готово: начислено ${tokens} бонусных токенов. Теперь у вас ${balance} токенов.`,
+  redeemedPlan: (plan, until, balance) => `Готово: ваш тариф ${plan} до ${until}. У вас ${balance} токенов.`,
+  redeemRefused: {
+    invalid: 'Такого кода нет. Проверьте его и попробуйте ещё раз.',
+    expired: 'Срок действия этого кода истёк.',
+    spent: 'Этот код уже израсходован.',
+    alreadyRedeemed: 'Вы уже активировали этот код.',
+    downgrade: 'Этот код на тариф ниже вашего текущего; активируйте его, когда ваш тариф закончится.',
+  },
+  redeemTooManyAttempts: (seconds, at) => `Слишком много неверных кодов. Попробуйте через ${formatWait(seconds, 'ru')} (в ${at} UTC).`,
 };
 
 function formatWait(seconds: number, language: Language): string {

@@ -7,7 +7,11 @@ export type LedgerReason =
   | 'refill'
   | 'grant'
   | 'correction'
-  | 'generation';
+  | 'generation'
+  // A payment (shared/payments): its note is `<provider>:<external id>` of the payment row.
+  | 'purchase'
+  | 'redemption'
+  | 'refund';
 
 /**
  * One change of a balance. `userId` has no foreign key on purpose: deleting an account nulls it and

@@ -775,6 +775,17 @@ const providerWebhookHeaders = fc.oneof(
   { weight: 1, arbitrary: fc.constant({}) },
 );
 
+/**
+ * A code to redeem: a fresh valid one (`$REDEEM_CODE`: 5 bonus tokens, so a 200 that changes
+ * money), well-formed ones nobody made, and anything else (each refusal counts against the
+ * caller's attempt limit, so most runs end in 429, which is a refusal too).
+ */
+const redeemCodeArb = fc.oneof(
+  { weight: 4, arbitrary: fc.constant('$REDEEM_CODE') },
+  { weight: 2, arbitrary: fc.constantFrom('ABCD-EFGH-JKLM-NPQR', 'abcd efgh jklm npqr', 'ABCDEFGHJKLMNPQR', 'ABCD-EFGH-JKLM-NPQ0', 'ABCD-EFGH-JKLM-NPQ', '', '    ', 'x'.repeat(64), 'x'.repeat(65)) },
+  { weight: 2, arbitrary: stringNasty },
+);
+
 // The table ---------------------------------------------------------------------------------------
 
 const main = MAIN_CALLERS;
@@ -1110,6 +1121,10 @@ export const DRIVERS: DriverTable = {
   'GET /v1/videos/:id': () => ({ callers: main, runs: 50, params: idOf('generation') }),
   'GET /v1/videos/:id/content': () => ({ callers: main, runs: 50, params: idOf('generation'), query: { variant: fc.constantFrom('video', 'thumbnail', 'spritesheet', 'poster', '') } }),
   'DELETE /v1/videos/:id': () => ({ callers: main, runs: 40, params: idOf('generation') }),
+
+  // Buying and redeeming
+  'GET /api/v2/billing/products': () => ({ callers: main, runs: 20, anonymousWeight: 10 }),
+  'POST /api/v2/billing/redeem': () => ({ callers: main, runs: 60, body: jsonBody(fc.record({ code: redeemCodeArb })) }),
 
   // Provider webhooks: signed by the provider, not by a user; answered 4xx unless the signature is right
   'POST /api/v2/providers/replicate/webhook': () => ({

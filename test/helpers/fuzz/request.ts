@@ -170,6 +170,8 @@ export class RequestBuilder {
         return world.resetToken(subject);
       case '$LINK_CODE':
         return world.linkCode();
+      case '$REDEEM_CODE':
+        return world.redemptionCode();
       case '$ID_TOKEN':
         return world.idToken();
       case '$FOREIGN_ID_TOKEN':

@@ -266,6 +266,12 @@ export class FuzzWorld {
     return container.links.createCode(user.id);
   }
 
+  /** A fresh redemption code of one use worth 5 bonus tokens (redeeming it credits them). */
+  async redemptionCode(): Promise<string> {
+    const { codes } = await this.app.container.redemptionCodes.createBatch({ grant: { kind: 'tokens', tokens: 5 }, count: 1, usesPerCode: 1, expiresAt: null });
+    return codes[0] ?? 'no-code-made';
+  }
+
   async idToken(options: { foreignKey?: boolean } = {}): Promise<string> {
     const email = uniqueEmail('oidc');
     return this.oidc.signIdToken({

@@ -1,0 +1,32 @@
+/**
+ * Buying and redeeming: what is for sale (open to everyone, like the model catalog) and redeeming
+ * a code (with a session only: an API key may use the account, not spend codes on it;
+ * decisions.md "API keys").
+ */
+import Router from '@koa/router';
+import { z } from 'zod';
+import { presentProducts, presentRedemption } from '../presenters/billing';
+import { AppCustom, AppState, callerOf } from '../context';
+import { parseBody } from '../http';
+import { optionalAuth, requireAuth, sessionOnly } from '../middleware/auth';
+
+/** Long enough for a code with any separators people add; the domain decides whether it is one. */
+const RedeemBody = z.object({ code: z.string().trim().min(1, 'must not be empty').max(64, 'must be at most 64 characters') });
+
+export function billingRoutes(): Router<AppState, AppCustom> {
+  const router = new Router<AppState, AppCustom>({ prefix: '/api/v2/billing' });
+
+  // Prices are public (a pricing page shows them before sign-up); credentials, when sent, are checked.
+  router.get('/products', optionalAuth, async (ctx) => {
+    ctx.body = presentProducts(ctx.container.products, ctx.container.plans);
+  });
+
+  router.post('/redeem', requireAuth, sessionOnly, async (ctx) => {
+    const body = parseBody(ctx, RedeemBody);
+    const { users, plans, redemptionCodes } = ctx.container;
+    const { payment, user } = await redemptionCodes.redeem(callerOf(ctx).user.id, body.code);
+    ctx.body = presentRedemption(payment, user, plans, users.effectivePlan(user));
+  });
+
+  return router;
+}
