@@ -1,6 +1,8 @@
 import Router from '@koa/router';
 import { localEngines, missingLocalTools } from '../../shared/providers/local';
 import type { AppCustom, AppState } from '../context';
+import type { RouteDoc } from '../openapi/registry';
+import { Health } from '../openapi/schemas/records';
 
 /** GET /health: 200 when every store answers, 503 otherwise. */
 export function healthRoutes(): Router<AppState, AppCustom> {
@@ -32,3 +34,7 @@ export function healthRoutes(): Router<AppState, AppCustom> {
   });
   return router;
 }
+
+export const healthRouteDocs: RouteDoc[] = [
+  { method: 'get', path: '/health', tag: 'Service', auth: 'none', summary: 'Whether the stores answer, and which local engines were found', responses: { 200: { description: 'Healthy', schema: Health }, 503: { description: 'A store is down', schema: Health } } },
+];

@@ -5,10 +5,12 @@
  * finishes a job itself, so the signature check guards only against needless polls.
  */
 import Router from '@koa/router';
+import { z } from 'zod';
 import { isRecord } from '../../shared/providers/upstream-http';
 import { verifyWebhook } from '../../shared/providers/replicate/webhook';
 import { AppError } from '../../shared/errors';
 import type { AppContext, AppCustom, AppState } from '../context';
+import type { RouteDoc } from '../openapi/registry';
 
 const MAX_BODY_BYTES = 1024 * 1024;
 
@@ -50,3 +52,24 @@ export function providerWebhookRoutes(): Router<AppState, AppCustom> {
   });
   return router;
 }
+
+const SignatureHeaders = z.object({
+  'webhook-id': z.string().meta({ description: 'Standard Webhooks message id' }),
+  'webhook-timestamp': z.string().meta({ description: 'Unix seconds; more than 5 minutes off is refused' }),
+  'webhook-signature': z.string().meta({ description: '`v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{raw body}">`, keyed with REPLICATE_WEBHOOK_SECRET' }),
+});
+const Prediction = z.looseObject({ id: z.string().min(1), status: z.string().optional() }).meta({ description: "Replicate's prediction, as it posts it" });
+
+export const providerWebhookRouteDocs: RouteDoc[] = [
+  {
+    method: 'post',
+    path: `${PROVIDER_WEBHOOKS_PREFIX}replicate/webhook`,
+    tag: 'Service',
+    auth: 'signature',
+    summary: "Replicate's webhook: a finished prediction (signed)",
+    description: 'Posted by Replicate when REPLICATE_WEBHOOK_SECRET is set; wakes the job that polls the prediction.',
+    headers: SignatureHeaders,
+    body: Prediction,
+    responses: { 204: { description: 'Accepted' } },
+  },
+];
