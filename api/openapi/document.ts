@@ -8,6 +8,7 @@ import { createDocument, ZodOpenApiOperationObject, ZodOpenApiPathsObject, ZodOp
 import { errorExamples, errorResponses } from './error-responses';
 import { openApiPath, pathParams, RouteAuth, RouteDoc } from './registry';
 import { AnthropicErrorBody, ErrorBody, OpenAIErrorBody } from './schemas/errors';
+import { StreamDelta, StreamEnd, StreamStart } from './schemas/generation';
 
 export type OpenApiDocument = ReturnType<typeof createDocument>;
 
@@ -101,7 +102,8 @@ export function buildOpenApiDocument(docs: RouteDoc[], options: { version: strin
     tags,
     paths,
     components: {
-      schemas: { Error: ErrorBody, OpenAIError: OpenAIErrorBody, AnthropicError: AnthropicErrorBody },
+      // The stream's events are data lines of text/event-stream, which no schema reaches: listed here.
+      schemas: { Error: ErrorBody, OpenAIError: OpenAIErrorBody, AnthropicError: AnthropicErrorBody, StreamStart, StreamDelta, StreamEnd },
       examples: errorExamples(docs),
       securitySchemes: {
         session: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'An access token from /api/v2/auth/login, /register or /refresh (15 minutes)' },
