@@ -7,6 +7,7 @@
  * schedules, webhooks, billing, /v1, streams, refusals) validate against the document's schema
  * for their path, method, status and content type.
  */
+import fs from 'node:fs';
 import path from 'node:path';
 import type { Response } from 'supertest';
 import { errorCatalogue } from '../shared/errors';
@@ -433,5 +434,70 @@ describe('answers of the real app', () => {
     for (const { event, data } of events) {
       expect({ event, problems: validateAgainstDocument(doc(), { $ref: `#/components/schemas/${schemaOf[event ?? '']}` }, data) }).toEqual({ event, problems: [] });
     }
+  });
+});
+
+describe('/docs', () => {
+  const assetUrls = (html: string): string[] => [...html.matchAll(/\s(?:src|href)="([^"]+)"/g)].map((m) => m[1] as string);
+
+  it('serves a page that loads only this server\'s files, under a policy that runs only scripts of this origin', async () => {
+    const res = await t.app.http().get('/docs');
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']).toBe('text/html; charset=utf-8');
+    const csp = String(res.headers['content-security-policy']);
+    const directives = Object.fromEntries(csp.split(';').map((d) => d.trim().split(/\s+/)).map(([name, ...values]) => [name, values.join(' ')]));
+    expect(directives).toMatchObject({ 'default-src': "'none'", 'script-src': "'self'", 'connect-src': "'self'", 'img-src': "'self' data:", 'frame-ancestors': "'none'", 'base-uri': "'none'" });
+    expect(csp).not.toMatch(/unsafe-eval|https?:|\*/);
+    expect(res.headers['x-frame-options']).toBe('DENY');
+    // No inline script (the policy would block it), and nothing from another host.
+    expect(res.text).not.toMatch(/<script(?![^>]*\ssrc=)[^>]*>/);
+    expect(res.text).not.toMatch(/\son[a-z]+=/i);
+    const urls = assetUrls(res.text);
+    expect(urls.length).toBeGreaterThanOrEqual(5);
+    for (const url of urls) expect(url).toMatch(/^\/(?!\/)/);
+    expect(urls).toEqual(expect.arrayContaining(['/docs/assets/swagger-ui-bundle.js', '/docs/assets/docs-init.js', '/docs/assets/swagger-ui.css', '/api/v2/openapi.json']));
+  });
+
+  it('serves the assets from the swagger-ui-dist package, with caching headers, ETag revalidation and compression', async () => {
+    const bundle = fs.readFileSync(path.join(path.dirname(require.resolve('swagger-ui-dist/package.json')), 'swagger-ui-bundle.js'));
+    const page = await t.app.http().get('/docs');
+    for (const url of assetUrls(page.text).filter((u) => u.startsWith('/docs/assets/'))) {
+      const res = await t.app.http().get(url);
+      expect({ url, status: res.status }).toEqual({ url, status: 200 });
+      expect(res.headers['cache-control']).toBe('public, max-age=86400');
+      expect(res.headers.etag).toMatch(/^"[A-Za-z0-9_-]+"$/);
+      expect(res.headers['x-content-type-options']).toBe('nosniff');
+      const revalidated = await t.app.http().get(url).set('if-none-match', String(res.headers.etag));
+      expect(revalidated.status).toBe(304);
+    }
+    const js = await t.app.http().get('/docs/assets/swagger-ui-bundle.js').set('accept-encoding', 'gzip').buffer(true).parse((response, done) => {
+      const chunks: Buffer[] = [];
+      response.on('data', (chunk: Buffer) => chunks.push(chunk));
+      response.on('end', () => done(null, Buffer.concat(chunks)));
+    });
+    expect(js.headers['content-type']).toBe('text/javascript; charset=utf-8');
+    expect(js.headers['content-encoding']).toBe('gzip');
+    expect(Buffer.compare(js.body as Buffer, bundle)).toBe(0);
+    const css = await t.app.http().get('/docs/assets/swagger-ui.css');
+    expect(css.headers['content-type']).toBe('text/css; charset=utf-8');
+    for (const name of ['index.html', 'package.json', 'swagger-ui-bundle.js.map', '..%2Fpackage.json', '__proto__']) {
+      const res = await t.app.http().get(`/docs/assets/${name}`);
+      expect({ name, status: res.status, body: res.body }).toEqual({ name, status: 404, body: { detail: 'Not found', code: 'not_found' } });
+    }
+  });
+
+  it('signs "Try it out" in with the session: the init script refreshes with the cookie and pre-authorizes swagger-ui', async () => {
+    const init = await t.app.http().get('/docs/assets/docs-init.js');
+    expect(init.text).toContain("fetch('/api/v2/auth/refresh', { method: 'POST', credentials: 'same-origin'");
+    expect(init.text).toContain("ui.preauthorizeApiKey('session', answer.access_token)");
+    expect(init.text).toContain("url: '/api/v2/openapi.json'");
+    // What that script does, over HTTP: the refresh cookie of a sign-in (sent to /api/v2/auth) gives a token the API takes.
+    const user = await registerUser(t.app);
+    const refreshed = await t.app.http().post('/api/v2/auth/refresh').set('cookie', `refresh_token=${encodeURIComponent(user.refreshToken)}`).set('content-type', 'application/json').send('{}');
+    expect(refreshed.status).toBe(200);
+    const me = await t.app.http().get('/api/v2/user/me').set('authorization', `Bearer ${refreshed.body.access_token}`);
+    expect(me.body.id).toBe(user.id);
+    // The scheme it pre-authorizes is the document's access-token scheme.
+    expect((doc().components as { securitySchemes: Json }).securitySchemes.session).toMatchObject({ type: 'http', scheme: 'bearer' });
   });
 });

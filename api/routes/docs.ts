@@ -1,12 +1,13 @@
 /**
  * GET /docs (the interactive API reference) and its assets under /docs/assets/: swagger-ui's
  * files read from the installed `swagger-ui-dist` package, and the page's own stylesheet and init
- * script (api/openapi/docs-page.ts). Assets are kept in memory with their gzip and brotli forms,
- * answered with an ETag (304 when it matches) and a day of caching; anything not on the list is 404.
+ * script (api/openapi/docs-page.ts). Assets are kept in memory, gzip and brotli forms made on first
+ * use, answered with an ETag (304 when it matches) and a day of caching; anything not on the list is 404.
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import zlib from 'node:zlib';
 import Router from '@koa/router';
 import { AppError } from '../../shared/errors';
@@ -29,12 +30,36 @@ const ASSETS: Record<string, { type: string; packageFile?: string; text?: string
 /** A day: the files change only with a deploy, and the ETag revalidates them after. */
 const ASSET_CACHE = 'public, max-age=86400';
 
-interface LoadedAsset {
-  type: string;
-  etag: string;
-  identity: Buffer;
-  gzip: Buffer;
-  br: Buffer;
+const gzip = promisify(zlib.gzip);
+const brotli = promisify(zlib.brotliCompress);
+
+type Encoding = 'br' | 'gzip' | 'identity';
+
+class LoadedAsset {
+  readonly etag: string;
+  private readonly encoded = new Map<Encoding, Promise<Buffer>>();
+
+  constructor(
+    readonly type: string,
+    private readonly identity: Buffer,
+  ) {
+    this.etag = `"${crypto.createHash('sha256').update(identity).digest('base64url').slice(0, 27)}"`;
+  }
+
+  /** The bytes in `encoding`, compressed once (off the event loop) and kept. */
+  bytes(encoding: Encoding): Promise<Buffer> {
+    let bytes = this.encoded.get(encoding);
+    if (!bytes) {
+      bytes =
+        encoding === 'br'
+          ? brotli(this.identity, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 9 } })
+          : encoding === 'gzip'
+            ? gzip(this.identity, { level: 9 })
+            : Promise.resolve(this.identity);
+      this.encoded.set(encoding, bytes);
+    }
+    return bytes;
+  }
 }
 
 function packageDir(): string {
@@ -42,16 +67,10 @@ function packageDir(): string {
 }
 
 function load(name: string): LoadedAsset | null {
-  const spec = ASSETS[name];
+  const spec = Object.hasOwn(ASSETS, name) ? ASSETS[name] : undefined;
   if (!spec) return null;
   const identity = spec.packageFile ? fs.readFileSync(path.join(packageDir(), spec.packageFile)) : Buffer.from(spec.text ?? '', 'utf8');
-  return {
-    type: spec.type,
-    etag: `"${crypto.createHash('sha256').update(identity).digest('base64url').slice(0, 27)}"`,
-    identity,
-    gzip: zlib.gzipSync(identity, { level: 9 }),
-    br: zlib.brotliCompressSync(identity, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 9 } }),
-  };
+  return new LoadedAsset(spec.type, identity);
 }
 
 function setPagePolicy(ctx: AppContext): void {
@@ -82,9 +101,10 @@ export function docsRoutes(): Router<AppState, AppCustom> {
       ctx.status = 304;
       return;
     }
-    const encoding = ctx.acceptsEncodings('br', 'gzip', 'identity');
-    if (encoding === 'br' || encoding === 'gzip') ctx.set('Content-Encoding', encoding);
-    ctx.body = encoding === 'br' ? asset.br : encoding === 'gzip' ? asset.gzip : asset.identity;
+    const accepted = ctx.acceptsEncodings('br', 'gzip', 'identity');
+    const encoding: Encoding = accepted === 'br' || accepted === 'gzip' ? accepted : 'identity';
+    if (encoding !== 'identity') ctx.set('Content-Encoding', encoding);
+    ctx.body = await asset.bytes(encoding);
   });
 
   return router;

@@ -1126,6 +1126,17 @@ export const DRIVERS: DriverTable = {
   'GET /api/v2/billing/products': () => ({ callers: main, runs: 20, anonymousWeight: 10 }),
   'POST /api/v2/billing/redeem': () => ({ callers: main, runs: 60, body: jsonBody(fc.record({ code: redeemCodeArb })) }),
 
+  // The OpenAPI document and the /docs page with its assets: open to everyone, the same for all
+  'GET /api/v2/openapi.json': () => ({ callers: main, runs: 10, anonymousWeight: 10 }),
+  'GET /docs': () => ({ callers: main, runs: 10, anonymousWeight: 10 }),
+  'GET /docs/assets/:file': () => ({
+    callers: main,
+    runs: 40,
+    anonymousWeight: 10,
+    params: fc.record({ file: wordParam(['docs-init.js', 'docs.css', 'swagger-ui.css', 'favicon-16x16.png', 'index.html', 'package.json', 'swagger-ui-bundle.js.map', 'swagger-initializer.js', '..', '.env']) }),
+    headers: fc.oneof(fc.constant({}), fc.record({ 'if-none-match': fc.oneof(fc.constantFrom('*', '"x"', 'W/"x"', ''), printable(40)) }), fc.record({ 'accept-encoding': fc.constantFrom('gzip', 'identity', 'gzip;q=0, identity', '*', 'x-nope') })),
+  }),
+
   // Provider webhooks: signed by the provider, not by a user; answered 4xx unless the signature is right
   'POST /api/v2/providers/replicate/webhook': () => ({
     callers: main,
