@@ -144,10 +144,39 @@ export function validateJson(schema: unknown, value: unknown): ValidationProblem
   return result.valid ? [] : result.errors.map((e) => ({ where: e.instanceLocation, error: e.error }));
 }
 
+/** Validators of a document's schemas, built once per schema object (building one walks the whole document). */
+const validators = new WeakMap<object, Validator>();
+
 /** `value` against `schema`, a schema of `document` (its `#/components/...` refs resolved in the document). */
 export function validateAgainstDocument(document: Json, schema: Json, value: unknown): ValidationProblem[] {
-  const root = { $schema: 'https://json-schema.org/draft/2020-12/schema', components: document.components, ...schema };
-  return validateJson(root, value);
+  let validator = validators.get(schema);
+  if (!validator) {
+    const root = { $schema: 'https://json-schema.org/draft/2020-12/schema', components: document.components, ...schema };
+    validator = new Validator(root as never, '2020-12', false);
+    validators.set(schema, validator);
+  }
+  const result = validator.validate(value);
+  return result.valid ? [] : result.errors.map((e) => ({ where: e.instanceLocation, error: e.error }));
+}
+
+type DocOperation = { responses: Record<string, { content?: Record<string, { schema?: Json }> }> };
+
+/**
+ * Whether an answer of the route `key` (`METHOD /path/:param`) is one the document describes: its
+ * status, its content type, and (for JSON) its body against the schema. An empty list when it is.
+ */
+export function undocumentedAnswer(document: Json, key: string, answer: { status: number; contentType: string; body: unknown; empty: boolean }): string[] {
+  const [method, template] = key.split(' ') as [string, string];
+  const docPath = template.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+  const op = (document.paths as Record<string, Record<string, DocOperation>>)[docPath]?.[method.toLowerCase()];
+  if (!op) return ['no such operation in the document'];
+  const response = op.responses[String(answer.status)];
+  if (!response) return [`status ${answer.status} is not documented (${Object.keys(op.responses).join(', ')})`];
+  if (!response.content) return answer.empty ? [] : [`documented without a body, answered ${answer.contentType}`];
+  const media = response.content[answer.contentType] ?? response.content['*/*'];
+  if (!media) return [`content type ${answer.contentType} is not documented (${Object.keys(response.content).join(', ')})`];
+  if (answer.contentType !== 'application/json' || !media.schema) return [];
+  return validateAgainstDocument(document, media.schema, answer.body).map((p) => `${p.where}: ${p.error}`);
 }
 
 /** The node at a local `$ref` (`#/components/schemas/X`), or undefined. */
