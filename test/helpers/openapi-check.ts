@@ -10,6 +10,14 @@ import { Validator } from '@cfworker/json-schema';
 
 type Json = Record<string, unknown>;
 
+/**
+ * Which routes of the app the OpenAPI document must describe: everything under /api/ and /v1/,
+ * /health and /files/…. The rest serve pages (/docs, the dashboard) and are left out of it.
+ */
+export function isApiPath(path: string): boolean {
+  return /^\/(api|v1)\//.test(path) || path === '/health' || path.startsWith('/files/');
+}
+
 const ext = { '^x-': {} };
 const strict = (properties: Json, required: string[] = []) => ({ type: 'object', properties, required, patternProperties: ext, additionalProperties: false });
 const ref = (name: string) => ({ $ref: `#/$defs/${name}` });
