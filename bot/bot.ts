@@ -17,6 +17,7 @@ import { registerAccount } from './handlers/account';
 import { registerChat } from './handlers/chat';
 import { registerMediaInput } from './handlers/media-input';
 import { registerRedeem } from './handlers/redeem';
+import { registerStarsPayments, registerStarsShop } from './handlers/stars';
 import { commandList } from './menu';
 import { MEDIA_KINDS, MediaKind } from './models';
 
@@ -84,6 +85,8 @@ export function createBot(container: Container): Bot<BotContext> {
     }
     await next();
   });
+  // Payments before the dialogs: an active dialog would otherwise take the payment's message.
+  registerStarsPayments(bot, services);
   bot.use(
     conversations<BotContext, DialogContext>({
       storage: {
@@ -120,6 +123,7 @@ export function createBot(container: Container): Bot<BotContext> {
     bot.command(kind, (ctx) => ctx.conversation.enter(kind));
   }
   registerRedeem(bot, services);
+  const shop = registerStarsShop(bot, services);
 
   // Before the text handlers: its face-swap dialog must see the messages while it waits.
   registerMediaInput(bot, services);
@@ -143,6 +147,8 @@ export function createBot(container: Container): Bot<BotContext> {
         return views.showHistory(ctx);
       case 'settings':
         return views.showSettings(ctx);
+      case 'buy':
+        return shop.showOffers(ctx);
       default:
         return views.showHelp(ctx);
     }

@@ -3,7 +3,7 @@ import { InlineKeyboard } from 'grammy';
 import type { BotCommand } from 'grammy/types';
 import { Language, Texts, TEXTS } from '../shared/telegram/texts';
 
-const COMMANDS = ['start', 'new', 'image', 'video', 'music', 'voice', 'balance', 'history', 'settings', 'help', 'link', 'redeem', 'cancel'] as const;
+const COMMANDS = ['start', 'new', 'image', 'video', 'music', 'voice', 'balance', 'history', 'settings', 'help', 'link', 'redeem', 'buy', 'paysupport', 'cancel'] as const;
 
 /** The commands shown in Telegram's menu, per language. */
 export function commandList(language: Language): BotCommand[] {
@@ -27,5 +27,7 @@ export function mainMenu(texts: Texts): InlineKeyboard {
     .text(m.history, 'menu:history')
     .row()
     .text(m.settings, 'menu:settings')
-    .text(m.help, 'menu:help');
+    .text(m.help, 'menu:help')
+    .row()
+    .text(m.buy, 'menu:buy');
 }

@@ -98,6 +98,7 @@ const EnvSchema = z.object({
     (v) => v === undefined || /^[A-Za-z0-9_-]{1,256}$/.test(v),
     'must be 1-256 characters of A-Z, a-z, 0-9, _ and - (what Telegram accepts as a secret_token)',
   ),
+  TELEGRAM_PAYMENTS_SUPPORT: optionalString.refine((v) => v === undefined || v.length <= 200, 'must be at most 200 characters'),
   OIDC_ISSUER: httpUrl,
   OIDC_CLIENT_ID: optionalString,
   OIDC_CLIENT_SECRET: optionalString,
@@ -151,6 +152,8 @@ export interface Config {
     webhookUrl: string | undefined;
     /** Telegram's `secret_token` for the webhook: BOT_WEBHOOK_SECRET, else derived from the token. */
     webhookSecret: string | undefined;
+    /** Whom /paysupport tells people to write to (a @username, an address): Telegram requires bots that sell to answer it. */
+    paymentsSupport: string | undefined;
   };
   oidc: {
     issuer: string | undefined;
@@ -296,6 +299,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       apiRoot: (e.TELEGRAM_API_ROOT ?? 'https://api.telegram.org').replace(/\/+$/, ''),
       webhookUrl: e.BOT_WEBHOOK_URL,
       webhookSecret: e.BOT_WEBHOOK_SECRET ?? (e.TELEGRAM_BOT_TOKEN ? derivedWebhookSecret(e.TELEGRAM_BOT_TOKEN) : undefined),
+      paymentsSupport: e.TELEGRAM_PAYMENTS_SUPPORT,
     },
     oidc: {
       issuer: e.OIDC_ISSUER?.replace(/\/+$/, ''),

@@ -3,6 +3,8 @@
  * `user.language` (set from Telegram's language code at first contact, changeable in /settings).
  */
 
+import { STARS_TEXTS, StarsTexts } from './stars-texts';
+
 export const LANGUAGES = ['en', 'ru'] as const;
 export type Language = (typeof LANGUAGES)[number];
 export type DialogKind = 'image' | 'video' | 'music' | 'voice';
@@ -24,8 +26,12 @@ export interface Texts {
     history: string;
     settings: string;
     help: string;
+    buy: string;
   };
-  commands: Record<'start' | 'new' | 'image' | 'video' | 'music' | 'voice' | 'balance' | 'history' | 'settings' | 'help' | 'cancel' | 'link' | 'redeem', string>;
+  commands: Record<
+    'start' | 'new' | 'image' | 'video' | 'music' | 'voice' | 'balance' | 'history' | 'settings' | 'help' | 'cancel' | 'link' | 'redeem' | 'buy' | 'paysupport',
+    string
+  >;
   linkCode(code: string, minutes: number): string;
   help: string;
   chatHint(model: string): string;
@@ -93,6 +99,8 @@ export interface Texts {
   redeemedPlan(plan: string, until: string, balance: number): string;
   redeemRefused: Record<'invalid' | 'expired' | 'spent' | 'alreadyRedeemed' | 'downgrade', string>;
   redeemTooManyAttempts(seconds: number, at: string): string;
+  // Telegram Stars (/buy, /paysupport): see shared/telegram/stars-texts.ts.
+  stars: StarsTexts;
 }
 
 const en: Texts = {
@@ -111,6 +119,7 @@ const en: Texts = {
     history: '🕘 History',
     settings: '⚙️ Settings',
     help: '❓ Help',
+    buy: '⭐ Buy tokens',
   },
   commands: {
     start: 'Start and show the menu',
@@ -126,6 +135,8 @@ const en: Texts = {
     cancel: 'Leave the current dialog',
     link: 'Connect your web account',
     redeem: 'Redeem a code',
+    buy: 'Buy tokens or a plan with Stars',
+    paysupport: 'Help with payments and refunds',
   },
   linkCode: (code, minutes) =>
     `Your link code: ${code}\nSign in on the web and send it to POST /api/v2/auth/link within ${minutes} minutes; your Telegram then shares that account's balance and history.`,
@@ -140,6 +151,7 @@ const en: Texts = {
     '/history: your recent generations',
     '/settings: language, chat and image model, image format',
     '/redeem: redeem a code for tokens or a plan',
+    '/buy: buy tokens or a plan with Telegram Stars; /paysupport: help with payments',
     '/cancel: leave the current dialog',
     '',
     'Tokens are charged only when a generation completes. In groups, mention me or reply to my message.',
@@ -223,6 +235,7 @@ const en: Texts = {
     downgrade: 'This code is for a lower plan than the one you have now; redeem it once your plan ends.',
   },
   redeemTooManyAttempts: (seconds, at) => `Too many wrong codes. Try again in ${formatWait(seconds, 'en')} (at ${at} UTC).`,
+  stars: STARS_TEXTS.en,
 };
 
 const ru: Texts = {
@@ -241,6 +254,7 @@ const ru: Texts = {
     history: '🕘 История',
     settings: '⚙️ Настройки',
     help: '❓ Помощь',
+    buy: '⭐ Купить токены',
   },
   commands: {
     start: 'Начать и показать меню',
@@ -256,6 +270,8 @@ const ru: Texts = {
     cancel: 'Выйти из текущего диалога',
     link: 'Подключить веб-аккаунт',
     redeem: 'Активировать код',
+    buy: 'Купить токены или тариф за звёзды',
+    paysupport: 'Помощь с оплатой и возвраты',
   },
   linkCode: (code, minutes) =>
     `Ваш код привязки: ${code}\nВойдите на сайте и отправьте его в POST /api/v2/auth/link в течение ${minutes} минут — Telegram будет использовать баланс и историю того аккаунта.`,
@@ -270,6 +286,7 @@ const ru: Texts = {
     '/history: последние генерации',
     '/settings: язык, чат-модель и модель картинок, формат картинок',
     '/redeem: активировать код на токены или тариф',
+    '/buy: купить токены или тариф за звёзды Telegram; /paysupport: помощь с оплатой',
     '/cancel: выйти из текущего диалога',
     '',
     'Токены списываются только за завершённую генерацию. В группах упомяните меня или ответьте на моё сообщение.',
@@ -354,6 +371,7 @@ const ru: Texts = {
     downgrade: 'Этот код на тариф ниже вашего текущего; активируйте его, когда ваш тариф закончится.',
   },
   redeemTooManyAttempts: (seconds, at) => `Слишком много неверных кодов. Попробуйте через ${formatWait(seconds, 'ru')} (в ${at} UTC).`,
+  stars: STARS_TEXTS.ru,
 };
 
 function formatWait(seconds: number, language: Language): string {
