@@ -147,10 +147,15 @@ export class FakeStars {
 
   /** The person opens the invoice and confirms: Telegram sends the bot a pre-checkout query. */
   preCheckout(from: TgUser, invoice: Pick<Invoice, 'payload' | 'currency' | 'total_amount'>): { id: string; update: Update } {
+    const made = this.preCheckoutQuery(from, invoice);
+    return { id: made.id, update: this.host.push(made.update) };
+  }
+
+  /** The pre-checkout query update, made (and awaiting its answer) but not sent. */
+  preCheckoutQuery(from: TgUser, invoice: Pick<Invoice, 'payload' | 'currency' | 'total_amount'>): { id: string; update: Omit<Update, 'update_id'> } {
     const id = crypto.randomBytes(8).toString('hex');
     this.pending.add(id);
-    const update = this.host.push({ pre_checkout_query: { id, from, currency: invoice.currency, total_amount: invoice.total_amount, invoice_payload: invoice.payload } });
-    return { id, update };
+    return { id, update: { pre_checkout_query: { id, from, currency: invoice.currency, total_amount: invoice.total_amount, invoice_payload: invoice.payload } } };
   }
 
   /**
