@@ -107,6 +107,7 @@ describe('/start', () => {
       'menu:history',
       'menu:settings',
       'menu:help',
+      'menu:buy',
     ]);
     const user = await userOf(ann.id);
     expect(user).toMatchObject({ email: null, messengerUsername: ann.username, plan: 'free', language: 'en', subscriptionTokens: 50 });

@@ -7,7 +7,17 @@
  * (`getStarTransactions`, paged, in chronological order).
  */
 import crypto from 'node:crypto';
-import type { TgUser, Update } from './fake-telegram';
+
+/** The person paying (fake-telegram.ts's TgUser; not imported, so the two files do not import each other). */
+interface TgUser {
+  id: number;
+  is_bot: boolean;
+  first_name: string;
+  username?: string;
+  language_code?: string;
+}
+
+type Update = Record<string, unknown> & { update_id: number };
 
 export interface Invoice {
   title: string;
