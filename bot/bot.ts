@@ -43,6 +43,8 @@ function isAddressedInGroup(ctx: BotContext): boolean {
   if (ctx.callbackQuery) return true;
   const message = ctx.message;
   if (!message) return false;
+  // A payment made from an invoice sent to the group: credited like any other.
+  if (message.successful_payment || message.refunded_payment) return true;
   const text = message.text ?? message.caption ?? '';
   const entities = message.entities ?? message.caption_entities ?? [];
   if (entities.some((e) => e.type === 'bot_command' && e.offset === 0)) return true;

@@ -192,6 +192,13 @@ describe('admin refund-stars and reconcile-stars', () => {
     expect(await telegramUser(app, rob.id)).toMatchObject({ plan: 'free', planExpiresAt: null });
   });
 
+  it('says in /paysupport to contact the operator when no support contact is set', async () => {
+    const tia = person('en');
+    tg.message(tia, '/paysupport');
+    const text = textOf(await tg.waitFor(() => tg.callsOf('sendMessage', tia.id)[0]));
+    expect(text).toContain('If a purchase did not arrive, or you want a refund, contact the operator of this bot with the date and what you bought.');
+  });
+
   it('refuses an unknown charge, and reverses nothing when Telegram refuses the refund', async () => {
     await expect(admin('refund-stars', '--charge', 'stxNOPE')).rejects.toThrow(UsageError);
     await expect(admin('refund-stars', '--charge', 'stxNOPE', '--telegram-user', '123')).rejects.toThrow(/Telegram refused the refund \(nothing reversed\): Bad Request: CHARGE_NOT_FOUND/);

@@ -178,6 +178,32 @@ describe('paying for a pack', () => {
   });
 });
 
+describe('payments that are not the usual private purchase', () => {
+  it('credits a payment made in a group from an invoice sent there, though it neither mentions nor answers the bot', async () => {
+    const lou = person('en');
+    const userId = await signedUp(lou);
+    const group = { id: -7001, type: 'group' as const, title: 'Friends' };
+    tg.message(lou, '/buy@gensvc_test_bot', group);
+    await tg.waitFor(() => tg.callsOf('sendMessage', group.id)[0]);
+    tg.press(lou, 'buy:tokens-500', 1, group);
+    const invoice = await tg.waitFor(() => tg.stars.invoices.find((i) => i.chat_id === group.id));
+    expect(invoice.payload).toBe(`s1:tokens-500:${userId}`);
+    const { charge, update } = tg.stars.charge(lou, invoice);
+    tg.push({ message: { ...(update.message as Record<string, unknown>), chat: group } });
+    await tg.waitFor(() => tg.callsOf('sendMessage', group.id).find((c) => textOf(c).startsWith('Thank you! 500 bonus tokens added.')));
+    expect(await paymentsOfCharge(app, charge.id)).toHaveLength(1);
+  });
+
+  it('credits nothing for a product gone from the file by the time the payment arrives, and sends the person to /paysupport', async () => {
+    const max = person('en');
+    const userId = await signedUp(max);
+    const { charge } = tg.pay(max, { payload: `s1:tokens-retired:${userId}`, currency: 'XTR', total_amount: 150 });
+    expect(textOf(await nthMessage(max.id, 2))).toBe('Your payment arrived but I could not credit it. Send /paysupport: you will get your Stars back.');
+    expect(await paymentsOfCharge(app, charge.id)).toHaveLength(0);
+    expect(await telegramUser(app, max.id)).toMatchObject({ bonusTokens: 0, subscriptionTokens: 50 });
+  });
+});
+
 describe('the pre-checkout refusals', () => {
   async function refusal(who: TgUser, query: { payload: string; total_amount: number; currency?: string }): Promise<string | undefined> {
     const charges = tg.stars.charges.size;

@@ -104,11 +104,11 @@ export function registerStarsShop(bot: Bot<BotContext>, services: BotServices): 
       await ctx.reply(texts.nothingForSale);
       return;
     }
-    const packLines = packs.map((p) => ({ name: p.displayName, tokens: p.tokens, stars: p.priceStars }));
-    const planLines = planProducts.map((p) => ({ name: plans.get(p.plan).displayName, tokens: plans.get(p.plan).tokenLimit, stars: p.priceStars }));
+    const packLines = packs.map((p) => ({ id: p.id, name: p.displayName, tokens: p.tokens, stars: p.priceStars }));
+    const planLines = planProducts.map((p) => ({ id: p.id, name: plans.get(p.plan).displayName, tokens: plans.get(p.plan).tokenLimit, stars: p.priceStars }));
     const keyboard = new InlineKeyboard();
-    packs.forEach((p, i) => keyboard.text(texts.packButton(packLines[i] ?? { name: p.id, tokens: p.tokens, stars: p.priceStars }), `buy:${p.id}`).row());
-    planProducts.forEach((p, i) => keyboard.text(texts.planButton(planLines[i] ?? { name: p.plan, tokens: 0, stars: p.priceStars }), `buy:${p.id}`).row());
+    for (const line of packLines) keyboard.text(texts.packButton(line), `buy:${line.id}`).row();
+    for (const line of planLines) keyboard.text(texts.planButton(line), `buy:${line.id}`).row();
     await ctx.reply(texts.shop({ packs: packLines, plans: planLines }), { reply_markup: keyboard });
   }
 
