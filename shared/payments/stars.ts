@@ -144,9 +144,9 @@ export class TelegramStars {
   /**
    * Credits a `successful_payment` once per charge id (a redelivery, or the same update handled
    * by two processes at once, answers `duplicate`). The account credited is the one the invoice
-   * was made for. A subscription renewal of a plan below the one the account runs now (bought
-   * since) is not credited: its Stars are refunded and the subscription cancelled, since
-   * crediting it would end the better plan.
+   * was made for. A plan payment below the plan the account runs now (a renewal after a better
+   * plan was bought, or a better plan started since the pre-checkout) is not credited: its Stars
+   * are refunded and the subscription cancelled, since crediting it would end the better plan.
    */
   async settle(paid: SuccessfulPayment, payerTelegramId: number, api: StarsApi): Promise<Settlement> {
     const charge = paid.telegram_payment_charge_id;
