@@ -8,11 +8,14 @@ import { z } from 'zod';
 import { AppError } from '../../errors';
 import { METADATA_PRODUCT_ID, METADATA_USER_ID } from './client';
 
+/** Stripe's ids are short; ours must fit a payment's external id (200). */
 const Id = z.string().min(1).max(200);
+/** Minor units, as an `int` column holds them. */
+const Amount = z.number().int().min(0).max(2_147_483_647);
 const Metadata = z.record(z.string(), z.string()).nullish();
 /** An id, or the expanded object carrying it. */
 const Reference = z
-  .union([z.string(), z.object({ id: z.string() })])
+  .union([Id, z.object({ id: Id })])
   .nullish()
   .transform((v) => (v === null || v === undefined ? null : typeof v === 'string' ? v : v.id));
 
@@ -28,7 +31,7 @@ export const CheckoutSessionObject = z.object({
   mode: z.string(),
   payment_status: z.string(),
   metadata: Metadata,
-  amount_total: z.number().int().nullish(),
+  amount_total: Amount.nullish(),
   currency: z.string().max(8).nullish(),
   payment_intent: Reference,
   invoice: Reference,
@@ -39,7 +42,7 @@ const SubscriptionDetails = z.object({ metadata: Metadata }).nullish();
 export const InvoiceObject = z.object({
   id: Id,
   billing_reason: z.string().nullish(),
-  amount_paid: z.number().int(),
+  amount_paid: Amount,
   currency: z.string().max(8),
   parent: z.object({ subscription_details: SubscriptionDetails }).nullish(),
   subscription_details: SubscriptionDetails,
