@@ -7,6 +7,7 @@
  * calling Stripe; Stripe's failures are a 502 of the catalogue; without STRIPE_SECRET_KEY it is
  * the catalogue's feature_disabled.
  */
+import { ConfigError, loadConfig } from '../shared/config';
 import { LedgerEntry, Payment } from '../shared/db/entities';
 import { errorCatalogue } from '../shared/errors';
 import { useTestApp } from './helpers/app';
@@ -145,5 +146,26 @@ describe('with Stripe unreachable', () => {
     const res = await t.app.http().post('/api/v2/billing/checkout').set('authorization', `Bearer ${user.accessToken}`).send({ product: 'tokens-500' });
     expect(res.status).toBe(502);
     expect(res.body).toEqual({ detail: 'The payment provider could not be reached; try again later', code: 'payment_provider_error' });
+  });
+});
+
+describe('the Stripe variables', () => {
+  it('are validated at boot, each bad one named', () => {
+    const bad = { STRIPE_SECRET_KEY: 'pk_live_publishable', STRIPE_WEBHOOK_SECRET: 'secret', STRIPE_API_BASE: 'api.stripe.com', STRIPE_SUCCESS_URL: 'thanks' };
+    let problems: string[] = [];
+    try {
+      loadConfig(bad);
+    } catch (error) {
+      problems = (error as ConfigError).problems;
+    }
+    expect(problems.map((p) => p.split(':')[0]).sort()).toEqual(['STRIPE_API_BASE', 'STRIPE_SECRET_KEY', 'STRIPE_SUCCESS_URL', 'STRIPE_WEBHOOK_SECRET']);
+    const good = loadConfig({ STRIPE_SECRET_KEY: 'sk_live_abc', STRIPE_WEBHOOK_SECRET: 'whsec_abc', STRIPE_API_BASE: 'http://127.0.0.1:12111/', PUBLIC_BASE_URL: 'https://x.test' });
+    expect(good.stripe).toEqual({
+      secretKey: 'sk_live_abc',
+      webhookSecret: 'whsec_abc',
+      apiBase: 'http://127.0.0.1:12111',
+      successUrl: 'https://x.test/?checkout=success&session_id={CHECKOUT_SESSION_ID}',
+      cancelUrl: 'https://x.test/?checkout=cancelled',
+    });
   });
 });
