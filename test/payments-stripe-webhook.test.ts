@@ -8,6 +8,7 @@
  * under the shortfall rule; a bad signature changes nothing. The ledger audit is clean after
  * every test, and nothing is logged as a crash.
  */
+import { deleteAccount } from '../shared/accounts/delete-account';
 import { addMonths } from '../shared/clock';
 import { LedgerEntry, Payment, StripeEvent } from '../shared/db/entities';
 import { bucketsOf, expectAuditClean, rowsOfPayment } from './helpers/payments';
@@ -111,6 +112,21 @@ describe('checkout.session.completed for a token pack', () => {
     expect(await s.paymentsOf(String(session.id))).toEqual([]);
     expect(await bucketsOf(s.app, user.id)).toMatchObject({ bonus: 0 });
     expect(s.log.lines.some((l) => l.msg === 'stripe: a payment could not be credited: refund it by hand' && l.productId === 'tokens-retired')).toBe(true);
+  });
+
+  it('records, crediting nothing, a payment of an account deleted meanwhile; a deleted account\'s event rows lose its id', async () => {
+    const user = await registerUser(s.app);
+    const earlier = await boughtPack(user, 'tokens-500');
+    const session = await s.buy(user, 'tokens-2000');
+    await deleteAccount(s.app.container, user.id);
+    const event = s.stripe.event('checkout.session.completed', session);
+    expect((await s.deliver(event)).body.outcome).toBe('not_credited');
+    expect(await s.paymentsOf(String(session.id))).toEqual([]);
+    const rows = await s.app.container.db.repo(StripeEvent).find({ where: [{ objectId: String(earlier.id) }, { eventId: String(event.id) }] });
+    expect(rows.map((r) => [r.outcome, r.userId])).toEqual([
+      ['credited', null],
+      ['not_credited', user.id],
+    ]);
   });
 
   it('refuses a signed event of the wrong shape with 422 naming the field, writing nothing', async () => {
