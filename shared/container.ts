@@ -52,6 +52,9 @@ import { ChatStates, createKeyValueStore, KeyValueStore } from './telegram/state
 import { Payments } from './payments/payments';
 import { loadProducts, ProductTable } from './payments/products';
 import { RedemptionCodes } from './payments/redemption-codes';
+import { StripeCheckout } from './payments/stripe/checkout';
+import { createStripeClient } from './payments/stripe/client';
+import { StripeWebhook } from './payments/stripe/webhook';
 
 export interface Container {
   config: Config;
@@ -98,6 +101,9 @@ export interface Container {
   /** Credits and reversals of payments, each exactly once (shared/payments). */
   payments: Payments;
   redemptionCodes: RedemptionCodes;
+  /** Buying through Stripe Checkout (STRIPE_SECRET_KEY) and Stripe's webhook (STRIPE_WEBHOOK_SECRET). */
+  stripeCheckout: StripeCheckout;
+  stripeWebhook: StripeWebhook;
   close(): Promise<void>;
 }
 
@@ -219,6 +225,9 @@ export async function buildContainer(config: Config, options: ContainerOptions):
   const payments = new Payments(db, billing, users, plans, products, clock);
   const redeemAttempts = new FailedAttemptLimiter(redis, config.redisPrefix, 'redeem-failures', config.redeemFailuresPerHour, 3600);
   const redemptionCodes = new RedemptionCodes(db, payments, redeemAttempts, clock);
+  const stripe = config.stripe.secretKey ? createStripeClient(config.stripe.secretKey, config.stripe.apiBase) : undefined;
+  const stripeCheckout = new StripeCheckout(stripe, payments, plans, { success: config.stripe.successUrl, cancel: config.stripe.cancelUrl }, log);
+  const stripeWebhook = new StripeWebhook(config.stripe.webhookSecret, stripe, db, payments, clock, log);
   runner.onEnd((generation, facts) => {
     if (facts.hasWebhooks === false) return;
     webhooks.onGenerationEnded(generation).catch((error: unknown) => log.error({ err: error, generationId: generation.id }, 'webhook fan-out failed'));
@@ -262,6 +271,8 @@ export async function buildContainer(config: Config, options: ContainerOptions):
     products,
     payments,
     redemptionCodes,
+    stripeCheckout,
+    stripeWebhook,
     async close() {
       await queue.close();
       await providers.close();

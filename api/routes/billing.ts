@@ -1,17 +1,19 @@
 /**
- * Buying and redeeming: what is for sale (open to everyone, like the model catalog) and redeeming
- * a code (with a session only: an API key may use the account, not spend codes on it;
- * decisions.md "API keys").
+ * Buying and redeeming: what is for sale (open to everyone, like the model catalog), a Stripe
+ * Checkout Session for a product, and redeeming a code. Buying and redeeming need a session: an
+ * API key may use the account, not spend money or codes on it (decisions.md "API keys").
  */
 import Router from '@koa/router';
 import { z } from 'zod';
-import { presentProducts, presentRedemption } from '../presenters/billing';
+import { presentCheckout, presentProducts, presentRedemption } from '../presenters/billing';
 import { AppCustom, AppState, callerOf } from '../context';
 import { parseBody } from '../http';
 import { optionalAuth, requireAuth, sessionOnly } from '../middleware/auth';
 
 /** Long enough for a code with any separators people add; the domain decides whether it is one. */
 const RedeemBody = z.object({ code: z.string().trim().min(1, 'must not be empty').max(64, 'must be at most 64 characters') });
+/** A product id of the file; the domain answers 404 for one it does not list. */
+const CheckoutBody = z.object({ product: z.string().min(1, 'must not be empty').max(64, 'must be at most 64 characters') });
 
 export function billingRoutes(): Router<AppState, AppCustom> {
   const router = new Router<AppState, AppCustom>({ prefix: '/api/v2/billing' });
@@ -19,6 +21,11 @@ export function billingRoutes(): Router<AppState, AppCustom> {
   // Prices are public (a pricing page shows them before sign-up); credentials, when sent, are checked.
   router.get('/products', optionalAuth, async (ctx) => {
     ctx.body = presentProducts(ctx.container.products, ctx.container.plans);
+  });
+
+  router.post('/checkout', requireAuth, sessionOnly, async (ctx) => {
+    const body = parseBody(ctx, CheckoutBody);
+    ctx.body = presentCheckout(await ctx.container.stripeCheckout.create(callerOf(ctx).user, body.product));
   });
 
   router.post('/redeem', requireAuth, sessionOnly, async (ctx) => {

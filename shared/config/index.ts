@@ -112,6 +112,11 @@ const EnvSchema = z.object({
     (v) => v === undefined || /^whsec_[A-Za-z0-9+/]+={0,2}$/.test(v),
     'must be the whsec_<base64> signing secret of the provider',
   ),
+  STRIPE_SECRET_KEY: optionalString.refine((v) => v === undefined || /^(sk|rk)_[A-Za-z0-9_]+$/.test(v), 'must be a Stripe secret (sk_…) or restricted (rk_…) key'),
+  STRIPE_WEBHOOK_SECRET: optionalString.refine((v) => v === undefined || /^whsec_[A-Za-z0-9]+$/.test(v), "must be the endpoint's whsec_… signing secret"),
+  STRIPE_API_BASE: httpUrl,
+  STRIPE_SUCCESS_URL: httpUrl,
+  STRIPE_CANCEL_URL: httpUrl,
   PLANS_PATH: optionalString,
   CATALOG_PATH: optionalString,
   ASSISTANTS_PATH: optionalString,
@@ -177,6 +182,18 @@ export interface Config {
   providers: Record<string, UpstreamConfig>;
   /** Signing secret of Replicate's webhooks; set, predictions ask to be posted to `/api/v2/providers/replicate/webhook`. */
   replicateWebhook: { secret: string } | undefined;
+  /**
+   * Stripe Checkout (STRIPE_SECRET_KEY) and its webhook (STRIPE_WEBHOOK_SECRET), each enabled by
+   * its own secret. `apiBase` replaces https://api.stripe.com (a local fake in tests, a proxy);
+   * the URLs are where Checkout sends the buyer back to.
+   */
+  stripe: {
+    secretKey: string | undefined;
+    webhookSecret: string | undefined;
+    apiBase: string | undefined;
+    successUrl: string;
+    cancelUrl: string;
+  };
   /** Calls in flight per provider name (global with Redis, per process otherwise); absent = uncapped. */
   providerConcurrency: Record<string, number>;
 }
@@ -327,6 +344,14 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     redeemFailuresPerHour: e.REDEEM_FAILED_ATTEMPTS_PER_HOUR,
     providers: upstreams,
     replicateWebhook: e.REPLICATE_WEBHOOK_SECRET ? { secret: e.REPLICATE_WEBHOOK_SECRET } : undefined,
+    stripe: {
+      secretKey: e.STRIPE_SECRET_KEY,
+      webhookSecret: e.STRIPE_WEBHOOK_SECRET,
+      apiBase: e.STRIPE_API_BASE?.replace(/\/+$/, ''),
+      // {CHECKOUT_SESSION_ID} is Stripe's template: it puts the session's id there.
+      successUrl: e.STRIPE_SUCCESS_URL ?? `${publicBaseUrl}/?checkout=success&session_id={CHECKOUT_SESSION_ID}`,
+      cancelUrl: e.STRIPE_CANCEL_URL ?? `${publicBaseUrl}/?checkout=cancelled`,
+    },
     providerConcurrency,
   };
 }
