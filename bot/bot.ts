@@ -17,7 +17,7 @@ import { registerAccount } from './handlers/account';
 import { registerChat } from './handlers/chat';
 import { registerMediaInput } from './handlers/media-input';
 import { registerRedeem } from './handlers/redeem';
-import { commandList } from './menu';
+import { commandList, Feature, FEATURE_CATEGORIES, lockedFeatures, lockedText } from './menu';
 import { MEDIA_KINDS, MediaKind } from './models';
 
 export type { Account, BotContext } from './context';
@@ -26,6 +26,7 @@ export { trimToContext } from '../shared/telegram/chat-turn';
 
 const DIALOG_TTL_SECONDS = 86_400;
 const DIALOGS = Object.keys(MEDIA_KINDS) as MediaKind[];
+const FEATURES = Object.keys(FEATURE_CATEGORIES) as Feature[];
 
 function dialogStorage(store: KeyValueStore): VersionedStateStorage<string, ConversationData> {
   return {
@@ -126,6 +127,19 @@ export function createBot(container: Container): Bot<BotContext> {
   const views = registerAccount(bot, services);
   const chat = registerChat(bot, services);
 
+  bot.callbackQuery(/^menu:locked:(\w+)$/, async (ctx) => {
+    await ctx.answerCallbackQuery();
+    const a = services.account(ctx);
+    const feature = FEATURES.find((f) => f === ctx.match[1]);
+    if (!feature) return;
+    // Recomputed at the press: the plan may have changed since the menu was sent.
+    const locked = lockedFeatures(container.catalog, container.plans, a.plan);
+    if (!(feature in locked)) {
+      if (feature === 'tools') return void (await ctx.reply(a.texts.toolsHint));
+      return ctx.conversation.enter(feature);
+    }
+    await ctx.reply(lockedText(a.texts, feature, locked[feature] ?? null));
+  });
   bot.callbackQuery(/^menu:(\w+)$/, async (ctx) => {
     await ctx.answerCallbackQuery();
     const action = ctx.match[1] ?? '';

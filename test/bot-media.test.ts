@@ -152,9 +152,9 @@ describe('the video, music and voice dialogs', () => {
     tg.message(ivan, 'спокойный джаз');
     const durations = await waitForText(ivan.id, /^Выберите длительность/);
     expect(buttons(durations)).toEqual(['mus:o:10', 'mus:o:30', 'mus:o:60', 'mus:x']);
-    expect(labels(durations)[0]).toBe('10 с · 2 ток.');
+    expect(labels(durations)[0]).toBe('10 с · 2 токена');
     tg.press(ivan, 'mus:o:10');
-    const confirm = await waitForText(ivan.id, /^Fake music: 2 токенов \(у вас 50\)\. Запускаем\?/);
+    const confirm = await waitForText(ivan.id, /^Fake music: 2 токена \(у вас 50\)\. Запускаем\?/);
     expect(labels(confirm)).toEqual(['✅ Запустить', '✖️ Отмена']);
     tg.press(ivan, 'mus:go');
     await waitForText(ivan.id, /^Запущено\. Результат будет здесь примерно через 15 с/);
@@ -174,7 +174,7 @@ describe('the video, music and voice dialogs', () => {
     const voices = await waitForText(pat.id, /^Pick the voice/);
     expect(buttons(voices)).toEqual(['voc:o:alloy', 'voc:o:nova', 'voc:x']);
     tg.press(pat, 'voc:o:nova');
-    await waitForText(pat.id, /^Fake speech: 1 tokens/);
+    await waitForText(pat.id, /^Fake speech: 1 token \(/);
     tg.press(pat, 'voc:go');
     const voice = await tg.waitFor(() => tg.callsOf('sendVoice', pat.id)[0]);
     expect(voice.files.voice?.bytes.equals(OPUS)).toBe(true);

@@ -10,6 +10,7 @@ import { freeBalance } from '../../shared/billing';
 import { refusalText } from '../../shared/telegram/refusal';
 import { Texts, TEXTS } from '../../shared/telegram/texts';
 import type { BotServices, Dialog, DialogContext } from '../context';
+import { lockedFeatures, lockedText } from '../menu';
 import { formatParam, MEDIA_KINDS, MediaKind, mediaOptions, modelsFor, optionValue } from '../models';
 
 /** Waits for a button of this dialog; its ✖️ button leaves it. The answer's update id keys the generation. */
@@ -41,12 +42,13 @@ export function mediaDialog(services: BotServices, kind: MediaKind): (conversati
       const models = modelsFor(catalog, a.plan, category).map((l) => ({ slug: l.model.slug, name: l.model.name, min: l.minTokenCost, max: l.maxTokenCost }));
       const preset = prefs?.imageModel && models.some((m) => m.slug === prefs.imageModel) ? prefs.imageModel : null;
       // A voice message needs OGG (Opus when the engine makes it); an image takes the chosen format.
-      return { language: a.language, models, preset, format: kind === 'voice' ? 'ogg' : (prefs?.imageFormat ?? null) };
+      const unlocking = models.length === 0 ? (lockedFeatures(catalog, plans, a.plan)[kind] ?? null) : null;
+      return { language: a.language, models, preset, unlocking, format: kind === 'voice' ? 'ogg' : (prefs?.imageFormat ?? null) };
     });
     const texts = TEXTS[info.language];
     const words = texts.dialogs[kind];
     if (info.models.length === 0) {
-      await ctx.reply(words.noModel);
+      await ctx.reply(info.unlocking ? lockedText(texts, kind, info.unlocking) : words.noModel);
       return;
     }
     let slug = info.preset;

@@ -1,0 +1,180 @@
+/**
+ * The bot without dead ends: an unknown command gets an answer, features the plan lacks show as
+ * locked with the plan that opens them, /balance shows the request windows, /link names the web
+ * address (no API paths), and counted words agree with their numbers in both languages.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { startBot } from '../bot/run';
+import type { Stoppable } from '../shared/lifecycle';
+import { counted, countedRange } from '../shared/telegram/plurals';
+import { startTestApp, TestApp } from './helpers/app';
+import { FakeProvider } from './helpers/fake-provider';
+import { telegramUser } from './helpers/telegram-accounts';
+import { BOT_USER, FakeTelegram, RecordedCall, TgUser } from './helpers/fake-telegram';
+
+const fake = new FakeProvider('fake');
+const tg = new FakeTelegram();
+let app: TestApp;
+let bot: Stoppable;
+let dir: string;
+
+beforeAll(async () => {
+  // The test catalog with video offered only from the Pro plan (and, as in the fixture, no music at all).
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bot-ux-'));
+  const catalog = JSON.parse(fs.readFileSync(path.join(__dirname, 'fixtures/catalog.json'), 'utf8')) as { models: Array<{ slug: string; min_plan: string }> };
+  for (const model of catalog.models) if (model.slug === 'fake-video') model.min_plan = 'pro';
+  const catalogPath = path.join(dir, 'catalog.json');
+  fs.writeFileSync(catalogPath, JSON.stringify(catalog));
+  await tg.start();
+  app = await startTestApp(
+    { CATALOG_PATH: catalogPath, TELEGRAM_BOT_TOKEN: '123456:TEST-token', TELEGRAM_API_ROOT: tg.url, PUBLIC_BASE_URL: 'https://gen.example.test' },
+    { providers: [fake.adapter()], worker: true },
+  );
+  bot = await startBot(app.container);
+});
+
+afterAll(async () => {
+  await bot?.stop();
+  await app?.close();
+  await tg.stop();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+let nextId = 91_000;
+function person(language_code = 'en', first_name = 'Ann'): TgUser {
+  const id = nextId++;
+  return { id, is_bot: false, first_name, username: `ux${id}`, language_code };
+}
+
+function waitForText(chatId: number, pattern: RegExp): Promise<RecordedCall> {
+  return tg.waitFor(() => tg.calls.find((c) => Number(c.params.chat_id) === chatId && pattern.test(String(c.params.text ?? ''))));
+}
+
+function keyboard(call: RecordedCall): Array<{ text: string; data: string; url: string }> {
+  const markup = call.params.reply_markup as { inline_keyboard?: Array<Array<{ text: string; callback_data?: string; url?: string }>> } | undefined;
+  return (markup?.inline_keyboard ?? []).flat().map((b) => ({ text: b.text, data: b.callback_data ?? '', url: b.url ?? '' }));
+}
+
+describe('plurals', () => {
+  it('agree with the number in English and Russian', () => {
+    expect([1, 2, 5, 21].map((n) => counted('en', n, 'token'))).toEqual(['1 token', '2 tokens', '5 tokens', '21 tokens']);
+    expect([1, 2, 5, 11, 21, 22, 25, 111].map((n) => counted('ru', n, 'token'))).toEqual([
+      '1 токен',
+      '2 токена',
+      '5 токенов',
+      '11 токенов',
+      '21 токен',
+      '22 токена',
+      '25 токенов',
+      '111 токенов',
+    ]);
+    expect(countedRange('en', 1, 1, 'token')).toBe('1 token');
+    expect(countedRange('ru', 2, 5, 'token')).toBe('2–5 токенов');
+    expect(countedRange('ru', 1, 21, 'token')).toBe('1–21 токен');
+    expect(counted('ru', 3, 'bonusToken')).toBe('3 бонусных токена');
+  });
+
+  it('the greeting names the plan as /balance does, with its tokens counted, in both languages', async () => {
+    const ann = person('en', 'Ann');
+    tg.message(ann, '/start');
+    await waitForText(ann.id, /^Hello, Ann! Your account is ready: the Starter plan, 50 tokens a month\./);
+    tg.message(ann, '/balance');
+    await waitForText(ann.id, /^Plan: Starter\n/);
+
+    const ivan = person('ru', 'Иван');
+    tg.message(ivan, '/start');
+    await waitForText(ivan.id, /^Здравствуйте, Иван! Аккаунт создан: тариф Starter, 50 токенов в месяц\./);
+  });
+});
+
+describe('an unknown command', () => {
+  it('is answered in a private chat with what the bot can do and the menu', async () => {
+    const bo = person('en', 'Bo');
+    tg.message(bo, '/foo');
+    const answer = await waitForText(bo.id, /^I do not know \/foo\. Here is what I can do:/);
+    expect(String(answer.params.text)).toContain('/image');
+    expect(keyboard(answer).map((b) => b.data)).toContain('menu:chat');
+
+    const olga = person('ru', 'Ольга');
+    tg.message(olga, '/foo@gensvc_test_bot bar');
+    await waitForText(olga.id, /^Я не знаю команду \/foo\. Вот что я умею:/);
+  });
+
+  it('in a group is answered only when it names this bot', async () => {
+    const jo = person('en', 'Jo');
+    const group = { id: -91_001, type: 'group' as const, title: 'Friends' };
+    tg.message(jo, '/foo@some_other_bot', group);
+    tg.message(jo, `/bar@${BOT_USER.username}`, group);
+    await waitForText(group.id, /^I do not know \/bar\./);
+    expect(tg.callsOf('sendMessage', group.id).filter((c) => /\/foo/.test(String(c.params.text)))).toHaveLength(0);
+  });
+});
+
+describe('locked features', () => {
+  it('show in the menu with the plan that opens them, and say so when pressed or called by command', async () => {
+    const cy = person('en', 'Cy');
+    tg.message(cy, '/start');
+    const greeting = await waitForText(cy.id, /^Hello, Cy!/);
+    const buttons = keyboard(greeting);
+    expect(buttons.find((b) => b.data === 'menu:locked:video')?.text).toBe('🔒 Video · Pro');
+    expect(buttons.find((b) => b.data === 'menu:locked:music')?.text).toBe('🔒 Music');
+    expect(buttons.find((b) => b.data === 'menu:image')).toBeDefined();
+
+    tg.press(cy, 'menu:locked:video');
+    await waitForText(cy.id, /^🔒 Video is available from the Pro plan\./);
+    tg.message(cy, '/video');
+    await tg.waitFor(() => tg.callsOf('sendMessage', cy.id).filter((c) => /^🔒 Video is available from the Pro plan/.test(String(c.params.text))).length === 2);
+    tg.press(cy, 'menu:locked:music');
+    await waitForText(cy.id, /^🔒 Music is not offered on this server right now\./);
+  });
+
+  it('opens once the plan has it: the same press enters the dialog', async () => {
+    const di = person('en', 'Di');
+    tg.message(di, '/start');
+    await waitForText(di.id, /^Hello, Di!/);
+    await app.container.users.setPlan((await telegramUser(app, di.id)).id, 'pro');
+    tg.press(di, 'menu:locked:video');
+    await waitForText(di.id, /^Which model should make the video\?/);
+    tg.message(di, '/cancel');
+    await waitForText(di.id, /^Cancelled\./);
+  });
+});
+
+describe('/balance and /link', () => {
+  it('/balance shows the requests left this hour and today and when they start over', async () => {
+    const ed = person('en', 'Ed');
+    tg.message(ed, '/balance');
+    const first = await waitForText(ed.id, /^Plan: Starter/);
+    expect(String(first.params.text)).toMatch(/This hour: 5 of 5 requests left \(the count starts over at \d\d:\d\d UTC\)/);
+    expect(String(first.params.text)).toMatch(/Today: 20 of 20 requests left \(starts over at \d\d:\d\d UTC\)/);
+    const user = await telegramUser(app, ed.id);
+    const plan = app.container.plans.get('free');
+    await app.container.generationLimiter.consume(user.id, plan);
+    tg.message(ed, '/balance');
+    await waitForText(ed.id, /This hour: 4 of 5 requests left/);
+
+    const fi = person('ru', 'Фи');
+    tg.message(fi, '/balance');
+    await waitForText(fi.id, /В этот час: осталось 5 из 5 запросов .*\nСегодня: осталось 20 из 20 запросов/);
+  });
+
+  it('an unlimited plan says so', async () => {
+    const gu = person('en', 'Gu');
+    tg.message(gu, '/start');
+    await waitForText(gu.id, /^Hello, Gu!/);
+    await app.container.users.setPlan((await telegramUser(app, gu.id)).id, 'elite');
+    tg.message(gu, '/balance');
+    await waitForText(gu.id, /^Plan: Elite[\s\S]*Requests: no hourly or daily limit on your plan/);
+  });
+
+  it('/link tells where to enter the code on the web, with a button, and no API path', async () => {
+    const hu = person('en', 'Hu');
+    tg.message(hu, '/link');
+    const answer = await waitForText(hu.id, /^Your link code: /);
+    expect(String(answer.params.text)).toContain('https://gen.example.test/');
+    expect(String(answer.params.text)).not.toMatch(/\/api\/|POST/);
+    expect(keyboard(answer)).toEqual([{ text: '🌐 Open the web dashboard', data: '', url: 'https://gen.example.test/' }]);
+  });
+});
