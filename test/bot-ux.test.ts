@@ -178,3 +178,27 @@ describe('/balance and /link', () => {
     expect(keyboard(answer)).toEqual([{ text: '🌐 Open the web dashboard', data: '', url: 'https://gen.example.test/' }]);
   });
 });
+
+describe('a long Markdown answer', () => {
+  it('arrives split at code-block boundaries, each message formatted code', async () => {
+    // Tab-indented: the fake model streams word by word, and the indentation must survive the cut.
+    const lines = Array.from({ length: 500 }, (_, i) => `\tstep_${i}();`);
+    fake.reply = `Here:\n\n\`\`\`js\n${lines.join('\n')}\n\`\`\``;
+    const jan = person('en', 'Jan');
+    tg.message(jan, 'write the long program');
+    const final = await tg.waitFor(() => {
+      const formatted = tg.calls.filter((c) => Number(c.params.chat_id) === jan.id && c.params.parse_mode === 'HTML');
+      const texts = formatted.map((c) => String(c.params.text));
+      return texts.some((t) => t.includes('step_499();')) ? texts : undefined;
+    }, 20_000);
+    fake.reply = 'Hello from the fake model';
+    const messages = final.filter((t, i) => final.indexOf(t) === i);
+    expect(messages.length).toBeGreaterThan(1);
+    for (const html of messages.filter((t) => t.includes('step_'))) {
+      expect(html).toMatch(/<pre><code class="language-js">[\s\S]*<\/code><\/pre>$/);
+      expect((html.match(/<pre>/g) ?? []).length).toBe((html.match(/<\/pre>/g) ?? []).length);
+    }
+    const shown = messages.flatMap((t) => t.split('\n')).filter((l) => /^\tstep_\d+\(\);/.test(l.replace(/<[^>]+>/g, '')));
+    expect(shown.length).toBeGreaterThanOrEqual(lines.length);
+  });
+});
