@@ -318,7 +318,9 @@ describe('photo tools', () => {
   it('a photo captioned "remove background" runs the tool and delivers the result photo', async () => {
     const pat = person();
     tg.media(pat, 'photo', { bytes: PHOTO, caption: 'remove background please' });
-    await waitForText(pat.id, /^Started/);
+    // What is happening is said before the download; that message is the one the result reports in.
+    await waitForText(pat.id, /^✂️ Removing the background…$/);
+    expect(tg.sentTo(pat.id).filter((c) => /^Started/.test(String(c.params.text ?? '')))).toHaveLength(0);
     const photo = await tg.waitFor(() => tg.callsOf('sendPhoto', pat.id)[0]);
     expect(photo.files.photo?.bytes.subarray(1, 4).toString()).toBe('PNG');
     const call = fake.calls.find((c) => c.capability === 'tool')?.request as { tool: string; image: Buffer };

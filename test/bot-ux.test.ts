@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startBot } from '../bot/run';
+import { Generation, User } from '../shared/db/entities';
 import type { Stoppable } from '../shared/lifecycle';
 import { counted, countedRange } from '../shared/telegram/plurals';
 import { startTestApp, TestApp } from './helpers/app';
@@ -19,6 +20,8 @@ const tg = new FakeTelegram();
 let app: TestApp;
 let bot: Stoppable;
 let dir: string;
+// A 1×1 PNG: a real image for the photo tools.
+const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==', 'base64');
 
 beforeAll(async () => {
   // The test catalog with video offered only from the Pro plan (and, as in the fixture, no music at all).
@@ -200,5 +203,109 @@ describe('a long Markdown answer', () => {
     }
     const shown = messages.flatMap((t) => t.split('\n')).filter((l) => /^\tstep_\d+\(\);/.test(l.replace(/<[^>]+>/g, '')));
     expect(shown.length).toBeGreaterThanOrEqual(lines.length);
+  });
+});
+
+describe('refusals with a way forward', () => {
+  async function setTokens(telegramId: number, tokens: number): Promise<void> {
+    const user = await telegramUser(app, telegramId);
+    await app.container.db.repo(User).update({ id: user.id }, { subscriptionTokens: tokens, bonusTokens: 0 });
+  }
+
+  async function imageDialogUntilSizes(who: TgUser): Promise<RecordedCall> {
+    tg.message(who, '/image');
+    await waitForText(who.id, /^Which model should draw it/);
+    tg.press(who, 'img:m:fake-image');
+    await waitForText(who.id, /^Describe the image/);
+    tg.message(who, 'a red fox');
+    return waitForText(who.id, /^Pick the size/);
+  }
+
+  it('marks the options the balance cannot cover, refuses them on the button, and keeps the dialog open', async () => {
+    const ka = person('en', 'Ka');
+    tg.message(ka, '/start');
+    await waitForText(ka.id, /^Hello, Ka!/);
+    await setTokens(ka.id, 5);
+    const sizes = await imageDialogUntilSizes(ka);
+    expect(keyboard(sizes).map((b) => [b.text, b.data])).toEqual([
+      ['1024x1024 · 4 tokens', 'img:o:1024x1024'],
+      ['🚫 1024x1792 · 8 tokens', 'img:short'],
+      ['🚫 1792x1024 · 8 tokens', 'img:short'],
+      ['✖️ Cancel', 'img:x'],
+    ]);
+    tg.press(ka, 'img:short');
+    await tg.waitFor(() => tg.callsOf('answerCallbackQuery').find((c) => c.params.text === 'Your balance does not cover this option.' && c.params.show_alert === true));
+    tg.press(ka, 'img:o:1024x1024');
+    const confirm = await waitForText(ka.id, /^Fake image: 4 tokens \(you have 5\)\. Start\?/);
+    expect(keyboard(confirm).map((b) => b.data)).toEqual(['img:go', 'img:x']);
+    tg.press(ka, 'img:x');
+    await waitForText(ka.id, /^Cancelled\./);
+  });
+
+  it('a balance short at the confirm screen gets no Start button but a cheaper option, the balance and a code', async () => {
+    const lu = person('ru', 'Лу');
+    tg.message(lu, '/start');
+    await waitForText(lu.id, /^Здравствуйте, Лу!/);
+    await setTokens(lu.id, 5);
+    tg.message(lu, '/image');
+    await waitForText(lu.id, /^Какой моделью/);
+    tg.press(lu, 'img:m:fake-image');
+    await waitForText(lu.id, /^Опишите/);
+    tg.message(lu, 'рыжая лиса');
+    await waitForText(lu.id, /^Выберите размер/);
+    // Spent elsewhere meanwhile (another chat, the web): the confirm screen sees the balance now.
+    await setTokens(lu.id, 2);
+    tg.press(lu, 'img:o:1024x1024');
+    const short = await waitForText(lu.id, /^Недостаточно токенов: это стоит 4 токена, а у вас доступно 2\./);
+    expect(keyboard(short).map((b) => [b.text, b.data])).toEqual([
+      ['↩️ Выбрать вариант дешевле', 'menu:image'],
+      ['💰 Баланс и лимиты', 'menu:balance'],
+      ['🎟 Активировать код', 'menu:redeem'],
+    ]);
+    tg.press(lu, 'menu:redeem');
+    await waitForText(lu.id, /^Пришлите код для активации/);
+  });
+
+  it('a request limit reached at Start says when it resets, with the balance button', async () => {
+    const mo = person('en', 'Mo');
+    tg.message(mo, '/start');
+    await waitForText(mo.id, /^Hello, Mo!/);
+    const user = await telegramUser(app, mo.id);
+    for (let i = 0; i < 5; i++) await app.container.generationLimiter.consume(user.id, app.container.plans.get('free'));
+    await imageDialogUntilSizes(mo);
+    tg.press(mo, 'img:o:1024x1024');
+    await waitForText(mo.id, /^Fake image: 4 tokens/);
+    tg.press(mo, 'img:go');
+    const refusal = await waitForText(mo.id, /^Your plan's request limit is reached\. Try again in .* \(at \d\d:\d\d UTC\)\./);
+    expect(keyboard(refusal).map((b) => b.data)).toEqual(['menu:balance']);
+  });
+});
+
+describe('work on a sent file', () => {
+  it('says what is happening first, and on a failed download what failed and that nothing was charged', async () => {
+    const ned = person('en', 'Ned');
+    tg.message(ned, '/start');
+    await waitForText(ned.id, /^Hello, Ned!/);
+    tg.failNext('getFile', { error_code: 400, description: 'Bad Request: wrong file_id or the file is temporarily unavailable' });
+    tg.media(ned, 'voice', { bytes: Buffer.from('OggS-voice'), mime_type: 'audio/ogg' });
+    const status = await waitForText(ned.id, /^🎙 Transcribing…$/);
+    const failed = await tg.waitFor(() => tg.callsOf('editMessageText', ned.id).find((c) => /^I could not download your recording from Telegram, so nothing was started and nothing was charged\. Please send it again/.test(String(c.params.text))));
+    expect(tg.calls.indexOf(status)).toBeLessThan(tg.calls.indexOf(failed));
+    const user = await telegramUser(app, ned.id);
+    expect(await app.container.db.repo(Generation).countBy({ userId: user.id })).toBe(0);
+    expect(user.subscriptionTokens).toBe(50);
+  });
+
+  it('a photo tool says what it does before the download, and the result updates that message', async () => {
+    const ola = person('ru', 'Оля');
+    tg.message(ola, '/start');
+    await waitForText(ola.id, /^Здравствуйте, Оля!/);
+    tg.media(ola, 'photo', { bytes: PNG, caption: 'распознай текст' });
+    const status = await waitForText(ola.id, /^🔤 Распознаю текст…$/);
+    const getFile = tg.calls.findIndex((c) => c.method === 'getFile' && tg.calls.indexOf(status) < tg.calls.indexOf(c));
+    expect(getFile).toBeGreaterThan(tg.calls.indexOf(status));
+    await tg.waitFor(() => tg.calls.find((c) => Number(c.params.chat_id) === ola.id && /recognized text/.test(String(c.params.text ?? c.params.caption ?? ''))));
+    // The status message is the one the work reports in: no second "started" message.
+    expect(tg.sentTo(ola.id).filter((c) => /^Запущено/.test(String(c.params.text ?? '')))).toHaveLength(0);
   });
 });

@@ -77,7 +77,6 @@ export interface Texts {
   started(eta: number | null): string;
   expired: string;
   // Voice messages and audio files.
-  transcribing: string;
   transcript(text: string): string;
   noSpeech: string;
   noSttModel: string;
@@ -89,7 +88,14 @@ export interface Texts {
   noToolModel: string;
   askSecondPhoto: string;
   sendPhoto: string;
-  // Refusals and failures.
+  // Refusals and failures, and the ways forward their buttons offer.
+  refusalButtons: { balance: string; redeem: string; cheaper: string };
+  /** An option the balance cannot cover, on its button; and the toast when it is pressed anyway. */
+  unaffordable(label: string): string;
+  unaffordableToast: string;
+  /** What runs while a sent file is fetched from Telegram and the work starts. */
+  working: Record<'transcribe' | 'remove-bg' | 'upscale-esrgan' | 'ocr' | 'colorize' | 'style-transfer' | 'face-swap', string>;
+  downloadFailed(what: 'voice' | 'photo'): string;
   insufficientTokens(price: number, available: number): string;
   rateLimited(seconds: number, at: string): string;
   insufficientPlan: string;
@@ -211,7 +217,6 @@ const en: Texts = {
   cancel: '✖️ Cancel',
   started: (eta) => (eta ? `Started. The result will be here in about ${eta} s.` : 'Started. The result will be here shortly.'),
   expired: 'This button has expired.',
-  transcribing: '🎙 Transcribing…',
   transcript: (text) => `🎙 ${text}`,
   noSpeech: 'I could not hear any words in it.',
   noSttModel: 'No transcription model is available on your plan right now.',
@@ -222,6 +227,20 @@ const en: Texts = {
   noToolModel: 'This tool is not available on your plan right now.',
   askSecondPhoto: 'Now send the photo to put this face into.',
   sendPhoto: 'Please send a photo, or /cancel.',
+  refusalButtons: { balance: '💰 Balance and limits', redeem: '🎟 Redeem a code', cheaper: '↩️ Pick a cheaper option' },
+  unaffordable: (label) => `🚫 ${label}`,
+  unaffordableToast: 'Your balance does not cover this option.',
+  working: {
+    transcribe: '🎙 Transcribing…',
+    'remove-bg': '✂️ Removing the background…',
+    'upscale-esrgan': '🔍 Upscaling…',
+    ocr: '🔤 Recognizing the text…',
+    colorize: '🎨 Colorizing…',
+    'style-transfer': '🖌 Restyling…',
+    'face-swap': '🙂 Swapping the faces…',
+  },
+  downloadFailed: (what) =>
+    `I could not download your ${what === 'voice' ? 'recording' : 'photo'} from Telegram, so nothing was started and nothing was charged. Please send it again in a minute.`,
   insufficientTokens: (price, available) =>
     `Not enough tokens: this costs ${counted('en', price, 'token')} and you have ${available} available. Tokens refill monthly with your plan.`,
   rateLimited: (seconds, at) => `Your plan's request limit is reached. Try again in ${formatWait(seconds, 'en')} (at ${at} UTC).`,
@@ -350,7 +369,6 @@ const ru: Texts = {
   cancel: '✖️ Отмена',
   started: (eta) => (eta ? `Запущено. Результат будет здесь примерно через ${eta} с.` : 'Запущено. Результат скоро будет здесь.'),
   expired: 'Эта кнопка устарела.',
-  transcribing: '🎙 Расшифровываю…',
   transcript: (text) => `🎙 ${text}`,
   noSpeech: 'Я не расслышал в нём ни слова.',
   noSttModel: 'На вашем тарифе сейчас нет доступной модели расшифровки.',
@@ -361,6 +379,20 @@ const ru: Texts = {
   noToolModel: 'Это действие сейчас недоступно на вашем тарифе.',
   askSecondPhoto: 'Теперь пришлите фото, на которое перенести это лицо.',
   sendPhoto: 'Пожалуйста, пришлите фото или /cancel.',
+  refusalButtons: { balance: '💰 Баланс и лимиты', redeem: '🎟 Активировать код', cheaper: '↩️ Выбрать вариант дешевле' },
+  unaffordable: (label) => `🚫 ${label}`,
+  unaffordableToast: 'Вашего баланса не хватает на этот вариант.',
+  working: {
+    transcribe: '🎙 Расшифровываю…',
+    'remove-bg': '✂️ Убираю фон…',
+    'upscale-esrgan': '🔍 Увеличиваю…',
+    ocr: '🔤 Распознаю текст…',
+    colorize: '🎨 Раскрашиваю…',
+    'style-transfer': '🖌 Меняю стиль…',
+    'face-swap': '🙂 Меняю лица…',
+  },
+  downloadFailed: (what) =>
+    `Не удалось скачать ${what === 'voice' ? 'вашу запись' : 'ваше фото'} из Telegram, поэтому ничего не запущено и ничего не списано. Пришлите ещё раз через минуту.`,
   insufficientTokens: (price, available) =>
     `Недостаточно токенов: это стоит ${counted('ru', price, 'token')}, а у вас доступно ${available}. Токены пополняются каждый месяц по тарифу.`,
   rateLimited: (seconds, at) => `Достигнут лимит запросов вашего тарифа. Попробуйте через ${formatWait(seconds, 'ru')} (в ${at} UTC).`,
