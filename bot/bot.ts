@@ -16,6 +16,7 @@ import { mediaDialog } from './dialogs/media';
 import { registerAccount } from './handlers/account';
 import { registerChat } from './handlers/chat';
 import { registerMediaInput } from './handlers/media-input';
+import { registerMode } from './handlers/mode';
 import { registerRedeem } from './handlers/redeem';
 import { commandList, Feature, FEATURE_CATEGORIES, lockedFeatures, lockedText } from './menu';
 import { MEDIA_KINDS, MediaKind } from './models';
@@ -125,6 +126,7 @@ export function createBot(container: Container): Bot<BotContext> {
   // Before the text handlers: its face-swap dialog must see the messages while it waits.
   registerMediaInput(bot, services);
   const views = registerAccount(bot, services);
+  const modes = registerMode(bot, services);
   const chat = registerChat(bot, services);
 
   bot.callbackQuery(/^menu:locked:(\w+)$/, async (ctx) => {
@@ -157,6 +159,8 @@ export function createBot(container: Container): Bot<BotContext> {
         return views.showHistory(ctx);
       case 'settings':
         return views.showSettings(ctx);
+      case 'mode':
+        return modes.showModes(ctx);
       default:
         return views.showHelp(ctx);
     }

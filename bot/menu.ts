@@ -7,7 +7,7 @@ import type { Plan, PlanTable } from '../shared/plans';
 import { modelsFor } from '../shared/telegram/chat-turn';
 import { Language, Texts, TEXTS } from '../shared/telegram/texts';
 
-const COMMANDS = ['start', 'new', 'image', 'video', 'music', 'voice', 'balance', 'history', 'settings', 'help', 'link', 'redeem', 'cancel'] as const;
+const COMMANDS = ['start', 'new', 'mode', 'image', 'video', 'music', 'voice', 'balance', 'history', 'settings', 'help', 'link', 'redeem', 'cancel'] as const;
 
 /** The menu entries that make something, and the catalog category each needs. */
 export const FEATURE_CATEGORIES = { image: 'image', video: 'video', music: 'music', voice: 'tts', tools: 'tool' } as const satisfies Record<string, Category>;
@@ -66,6 +66,8 @@ export function mainMenu(texts: Texts, locked: LockedFeatures = {}): InlineKeybo
     .text(m.balance, 'menu:balance')
     .text(m.history, 'menu:history')
     .row()
+    .text(m.mode, 'menu:mode')
     .text(m.settings, 'menu:settings')
+    .row()
     .text(m.help, 'menu:help');
 }

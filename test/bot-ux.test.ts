@@ -32,7 +32,7 @@ beforeAll(async () => {
   fs.writeFileSync(catalogPath, JSON.stringify(catalog));
   await tg.start();
   app = await startTestApp(
-    { CATALOG_PATH: catalogPath, TELEGRAM_BOT_TOKEN: '123456:TEST-token', TELEGRAM_API_ROOT: tg.url, PUBLIC_BASE_URL: 'https://gen.example.test' },
+    { CATALOG_PATH: catalogPath, ASSISTANTS_PATH: path.join(__dirname, 'fixtures/assistants.json'), TELEGRAM_BOT_TOKEN: '123456:TEST-token', TELEGRAM_API_ROOT: tg.url, PUBLIC_BASE_URL: 'https://gen.example.test' },
     { providers: [fake.adapter()], worker: true },
   );
   bot = await startBot(app.container);
@@ -307,5 +307,74 @@ describe('work on a sent file', () => {
     await tg.waitFor(() => tg.calls.find((c) => Number(c.params.chat_id) === ola.id && /recognized text/.test(String(c.params.text ?? c.params.caption ?? ''))));
     // The status message is the one the work reports in: no second "started" message.
     expect(tg.sentTo(ola.id).filter((c) => /^Запущено/.test(String(c.params.text ?? '')))).toHaveLength(0);
+  });
+});
+
+describe('/mode: personas', () => {
+  /** The system message the fake model received in its last chat call. */
+  function lastSystemPrompt(): string | undefined {
+    const call = [...fake.calls].reverse().find((c) => c.capability === 'text.stream' || c.capability === 'text');
+    const messages = (call?.request as { messages?: Array<{ role: string; content: unknown }> } | undefined)?.messages ?? [];
+    const system = messages.find((m) => m.role === 'system');
+    return typeof system?.content === 'string' ? system.content : undefined;
+  }
+
+  async function chatTurn(who: TgUser, text: string): Promise<void> {
+    const before = fake.calls.length;
+    tg.message(who, text);
+    await tg.waitFor(() => fake.calls.length > before);
+    await tg.waitFor(() => tg.calls.find((c) => Number(c.params.chat_id) === who.id && c.method === 'editMessageText' && /Hello from the fake model/.test(String(c.params.text))));
+  }
+
+  it('lists chat personas, installs and switches one, the model receives its system prompt, /new keeps it', async () => {
+    const pia = person('en', 'Pia');
+    tg.message(pia, '/mode');
+    const list = await waitForText(pia.id, /^No persona: the plain chat\./);
+    // Chat personas only (the painter makes images; the ghost has no offered model).
+    expect(keyboard(list).map((b) => [b.text, b.data])).toEqual([
+      ['➕ Poet', 'mode:use:poet'],
+      ['➕ Poetry critic', 'mode:use:critic'],
+      ['💬 Plain chat', 'mode:off'],
+    ]);
+    tg.press(pia, 'mode:use:poet');
+    await waitForText(pia.id, /^Persona: Poet\. Writes verse\./);
+    const user = await telegramUser(app, pia.id);
+    expect((await app.container.assistants.installed(user.id)).map((i) => i.assistant.id)).toEqual(['poet']);
+
+    await chatTurn(pia, 'the sea');
+    expect(lastSystemPrompt()).toBe('You are a poet.');
+    const turn = await app.container.db.repo(Generation).findOne({ where: { userId: user.id }, order: { id: 'DESC' } });
+    expect(turn?.assistantId).toBe('poet');
+
+    tg.message(pia, '/new');
+    await waitForText(pia.id, /^Done: the conversation starts over/);
+    await chatTurn(pia, 'the wind');
+    expect(lastSystemPrompt()).toBe('You are a poet.');
+
+    tg.message(pia, '/mode');
+    const again = await tg.waitFor(() => tg.callsOf('sendMessage', pia.id).filter((c) => /^Persona: Poet\.\nPick one/.test(String(c.params.text))).at(-1));
+    expect(keyboard(again)[0]).toEqual({ text: '✅ Poet', data: 'mode:use:poet', url: '' });
+    tg.press(pia, 'mode:use:critic');
+    await waitForText(pia.id, /^Persona: Poetry critic\./);
+    await chatTurn(pia, 'judge this');
+    expect(lastSystemPrompt()).toBe('You are a critic.');
+
+    tg.press(pia, 'mode:off');
+    await waitForText(pia.id, /^Persona off: the plain chat\./);
+    await chatTurn(pia, 'hello');
+    expect(lastSystemPrompt()).toBeUndefined();
+  });
+
+  it('a persona uninstalled elsewhere falls back to the plain chat, said once, in Russian', async () => {
+    const ria = person('ru', 'Рия');
+    tg.message(ria, '/mode');
+    await waitForText(ria.id, /^Без персоны: обычный чат\./);
+    tg.press(ria, 'mode:use:poet');
+    await waitForText(ria.id, /^Персона: Poet\./);
+    await app.container.assistants.uninstall((await telegramUser(app, ria.id)).id, 'poet');
+    tg.message(ria, 'привет');
+    await waitForText(ria.id, /^Персона Poet больше не установлена/);
+    await chatTurn(ria, 'привет ещё раз');
+    expect(lastSystemPrompt()).toBeUndefined();
   });
 });

@@ -35,8 +35,9 @@ export interface Texts {
     history: string;
     settings: string;
     help: string;
+    mode: string;
   };
-  commands: Record<'start' | 'new' | 'image' | 'video' | 'music' | 'voice' | 'balance' | 'history' | 'settings' | 'help' | 'cancel' | 'link' | 'redeem', string>;
+  commands: Record<'start' | 'new' | 'mode' | 'image' | 'video' | 'music' | 'voice' | 'balance' | 'history' | 'settings' | 'help' | 'cancel' | 'link' | 'redeem', string>;
   linkCode(code: string, minutes: number, webUrl: string): string;
   openWeb: string;
   help: string;
@@ -129,10 +130,12 @@ const en: Texts = {
     history: '🕘 History',
     settings: '⚙️ Settings',
     help: '❓ Help',
+    mode: '🎭 Persona',
   },
   commands: {
     start: 'Start and show the menu',
     new: 'Start a new conversation',
+    mode: 'Pick a persona',
     image: 'Create an image',
     video: 'Create a video',
     music: 'Compose music',
@@ -161,6 +164,7 @@ const en: Texts = {
     'A photo: I run a tool on it (remove background, upscale, OCR, colorize, style, face swap); name it in the caption or pick it from the buttons.',
     '/balance: your plan, tokens and next refill',
     '/history: your recent generations',
+    '/mode: a persona for the chat (an assistant from the marketplace)',
     '/settings: language, chat and image model, image format',
     '/redeem: redeem a code for tokens or a plan',
     '/cancel: leave the current dialog',
@@ -280,10 +284,13 @@ const ru: Texts = {
     history: '🕘 История',
     settings: '⚙️ Настройки',
     help: '❓ Помощь',
+
+    mode: '🎭 Персона',
   },
   commands: {
     start: 'Начать и показать меню',
     new: 'Начать новый разговор',
+    mode: 'Выбрать персону',
     image: 'Создать картинку',
     video: 'Создать видео',
     music: 'Сочинить музыку',
@@ -312,6 +319,7 @@ const ru: Texts = {
     'Фото: я обработаю его (убрать фон, увеличить, распознать текст, раскрасить, стиль, замена лица); назовите действие в подписи или выберите кнопкой.',
     '/balance: тариф, токены и следующее пополнение',
     '/history: последние генерации',
+    '/mode: персона для чата (ассистент из каталога)',
     '/settings: язык, чат-модель и модель картинок, формат картинок',
     '/redeem: активировать код на токены или тариф',
     '/cancel: выйти из текущего диалога',
