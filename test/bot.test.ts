@@ -106,6 +106,7 @@ describe('/start', () => {
       'menu:tools',
       'menu:balance',
       'menu:history',
+      'menu:mode',
       'menu:settings',
       'menu:help',
     ]);
