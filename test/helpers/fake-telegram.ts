@@ -47,6 +47,13 @@ interface ScriptedError {
 
 export type Update = Record<string, unknown> & { update_id: number };
 
+/** Telegram's 4096-character limit counts the text after entity parsing: HTML tags do not count, `&lt;` is one. */
+function visibleLength(params: Record<string, unknown>): number {
+  const text = String(params.text ?? '');
+  if (params.parse_mode !== 'HTML') return text.length;
+  return text.replace(/<[^>]*>/g, '').replace(/&(?:lt|gt|amp|quot|#\d+|#x[0-9a-f]+);/gi, '.').length;
+}
+
 export const BOT_USER: TgUser = { id: 7000001, is_bot: true, first_name: 'Gensvc', username: 'gensvc_test_bot' };
 
 function parseMultipart(body: Buffer, boundary: string): { fields: Record<string, string>; files: Record<string, { filename: string; bytes: Buffer }> } {
@@ -408,7 +415,7 @@ export class FakeTelegram {
         return true;
       case 'sendMessage': {
         const text = String(params.text ?? '');
-        if (text.length === 0 || text.length > 4096) throw { error_code: 400, description: `Bad Request: message text is ${text.length ? 'too long' : 'empty'}` };
+        if (text.length === 0 || visibleLength(params) > 4096) throw { error_code: 400, description: `Bad Request: message text is ${text.length ? 'too long' : 'empty'}` };
         this.checkHtml(params);
         const message = this.message_(chatId, { text });
         this.texts.set(`${chatId}:${message.message_id as number}`, text);
@@ -417,7 +424,7 @@ export class FakeTelegram {
       case 'editMessageText': {
         const text = String(params.text ?? '');
         const key = `${chatId}:${Number(params.message_id)}`;
-        if (text.length === 0 || text.length > 4096) throw { error_code: 400, description: 'Bad Request: MESSAGE_TOO_LONG' };
+        if (text.length === 0 || visibleLength(params) > 4096) throw { error_code: 400, description: 'Bad Request: MESSAGE_TOO_LONG' };
         this.checkHtml(params);
         if (this.texts.get(key) === text) {
           throw { error_code: 400, description: 'Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message' };
