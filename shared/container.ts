@@ -104,7 +104,7 @@ export interface Container {
   redemptionCodes: RedemptionCodes;
   /** This process's metrics (GET /metrics, or METRICS_PORT in processes without the API). */
   metrics: Metrics;
-  /** Whether this process takes work: GET /ready. */
+  /** Whether this process takes work: GET /ready (replaceable, so a test can play the lifecycle). */
   readiness: Readiness;
   close(): Promise<void>;
 }

@@ -12,7 +12,7 @@
  */
 import crypto from 'node:crypto';
 import type { Next } from 'koa';
-import { runWithLogContext, saneRequestId } from '../../shared/observability/context';
+import { LogContext, runWithLogContext, saneRequestId } from '../../shared/observability/context';
 import type { AppContext } from '../context';
 
 interface LayerLike {
@@ -42,15 +42,17 @@ export function requestContext(): (ctx: AppContext, next: Next) => Promise<void>
     const requestId = saneRequestId(ctx.get('x-request-id') || undefined) ?? crypto.randomUUID();
     ctx.state.requestId = requestId;
     ctx.set('X-Request-Id', requestId);
+    // The same object all along: the generation the request makes is named in it (bindGeneration).
+    const context: LogContext = { requestId };
     try {
-      await runWithLogContext({ requestId }, next);
+      await runWithLogContext(context, next);
     } finally {
       const { metrics, log } = ctx.container;
       const route = routeTemplate(ctx);
       const seconds = (performance.now() - startedAt) / 1000;
       metrics.httpRequest(ctx.method, route, ctx.status, seconds);
-      // Outside the context (it has ended): the id is named here.
-      if (log.isLevelEnabled('debug')) log.debug({ requestId, method: ctx.method, route, status: ctx.status, ms: Math.round(seconds * 1000) }, 'request done');
+      // Outside the context (it has ended): its fields are named here.
+      if (log.isLevelEnabled('debug')) log.debug({ ...context, method: ctx.method, route, status: ctx.status, ms: Math.round(seconds * 1000) }, 'request done');
     }
   };
 }

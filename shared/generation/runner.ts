@@ -217,8 +217,10 @@ export class GenerationRunner {
           }
           if (!combined.aborted) continue;
         }
+        // Read before failing: failing aborts the run's own signal.
+        const bug = !(error instanceof ProviderError) && !combined.aborted;
         const failed = await this.fail(generation.id, failureOf(error, combined));
-        if (!(error instanceof ProviderError) && !combined.aborted) this.log.error({ err: error, generationId: generation.id }, 'generation failed');
+        if (bug) this.log.error({ err: error, generationId: generation.id }, 'generation failed');
         return { generation: failed ?? (await this.reload(generation.id)), balance: null };
       }
     }
@@ -282,8 +284,10 @@ export class GenerationRunner {
       });
     } catch (error) {
       if (streamStartedAt !== null && candidate) this.calls.called(candidate.adapter.name, model.category, streamStartedAt, error, combined);
+      // Read before failing: failing aborts the run's own signal.
+      const bug = !(error instanceof ProviderError) && !combined.aborted;
       await this.fail(generation.id, failureOf(error, combined));
-      if (!(error instanceof ProviderError) && !combined.aborted) this.log.error({ err: error, generationId: generation.id }, 'stream failed');
+      if (bug) this.log.error({ err: error, generationId: generation.id }, 'stream failed');
     } finally {
       run.done();
       await release?.();
