@@ -63,6 +63,9 @@ function base64url(value: object): string {
   return Buffer.from(JSON.stringify(value)).toString('base64url');
 }
 
+/** GET /metrics answers this token (drivers.ts sends it, and near misses). */
+export const FUZZ_METRICS_TOKEN = 'fuzz-metrics-token-0123456789';
+
 export class FuzzWorld {
   readonly accounts = new Map<AccountName, Account>();
   readonly special = new Map<SpecialToken, string>();
@@ -93,6 +96,7 @@ export class FuzzWorld {
         OIDC_CLIENT_SECRET: oidc.clientSecret,
         REPLICATE_WEBHOOK_SECRET: FUZZ_REPLICATE_SECRET,
         URL_FETCH_ALLOW: sink.hostPort,
+        METRICS_TOKEN: FUZZ_METRICS_TOKEN,
       },
       { providers: [fake.adapter(), downProvider('down')], worker: false },
     );
