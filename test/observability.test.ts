@@ -5,13 +5,17 @@
  * 503 while the process starts or drains and while a store is down, where /health (the spec's)
  * looks only at the stores; /metrics does not exist without METRICS_TOKEN.
  */
+import fs from 'node:fs';
 import http from 'node:http';
+import os from 'node:os';
 import path from 'node:path';
 import { createLogger } from '../shared/log';
 import { Readiness } from '../shared/observability/readiness';
 import { startTestApp, TestApp } from './helpers/app';
 import { CapturedLog } from './helpers/captured-log';
+import { freePort, runNode } from './helpers/child-process';
 import { FakeProvider } from './helpers/fake-provider';
+import { storeKind } from './helpers/stores';
 import { registerUser } from './helpers/users';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -207,4 +211,28 @@ describe('/metrics without METRICS_TOKEN', () => {
       expect(res.body).toEqual({ detail: 'Not found', code: 'not_found' });
     }
   });
+});
+
+describe('readiness through the lifecycle (a real process)', () => {
+  const embeddedOnly = storeKind() === 'embedded' ? it : it.skip;
+
+  embeddedOnly('/ready is 200 once started, 503 from SIGTERM on while the process drains; /health stays 200', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'gensvc-ready-'));
+    const port = await freePort();
+    const proc = runNode([path.join(__dirname, 'helpers/lifecycle-process.ts')], { DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'info', DRAIN_MS: '4000' });
+    const get = (route: string) => fetch(`http://127.0.0.1:${port}${route}`).then(async (r) => ({ status: r.status, body: (await r.json()) as unknown }));
+    try {
+      await proc.waitForOutput(/web-ready/, 20_000);
+      expect(await get('/ready')).toEqual({ status: 200, body: { status: 'ready', db: 'ok', queue: 'embedded' } });
+      proc.kill('SIGTERM');
+      await proc.waitForOutput(/shutting down/, 5_000);
+      expect(await get('/ready')).toEqual({ status: 503, body: { status: 'draining' } });
+      expect((await get('/health')).status).toBe(200);
+    } finally {
+      proc.kill('SIGTERM');
+      const { code } = await proc.exit;
+      expect(code).toBe(0);
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 40_000);
 });
