@@ -33,11 +33,13 @@ export function registerStoreGauges(metrics: Metrics, stores: { db: Database; re
     set({ state: 'waiting' }, usage.waiting);
     set({ state: 'limit' }, usage.limit);
   });
-  if (redis) {
-    metrics.onScrape('gensvc_redis_up', 'Whether the main Redis connection is ready (1) or not (0)', [], (set) => set({}, redis.status === 'ready' ? 1 : 0));
-    metrics.onScrape('gensvc_redis_commands_pending', 'Commands the main Redis connection has sent or queued and not had answered', [], (set) => {
-      const offline = (redis as unknown as { offlineQueue?: { length: number } }).offlineQueue?.length ?? 0;
-      set({}, redis.commandQueue.length + offline);
-    });
-  }
+  // Without Redis these have no values (the families are still declared, for dashboards).
+  metrics.onScrape('gensvc_redis_up', 'Whether the Redis connection is ready (1) or not (0), by connection (main: limits, state)', ['connection'], (set) => {
+    if (redis) set({ connection: 'main' }, redis.status === 'ready' ? 1 : 0);
+  });
+  metrics.onScrape('gensvc_redis_commands_pending', 'Commands the Redis connection has sent or queued and not had answered, by connection', ['connection'], (set) => {
+    if (!redis) return;
+    const offline = (redis as unknown as { offlineQueue?: { length: number } }).offlineQueue?.length ?? 0;
+    set({ connection: 'main' }, redis.commandQueue.length + offline);
+  });
 }
