@@ -235,4 +235,27 @@ describe('readiness through the lifecycle (a real process)', () => {
       fs.rmSync(dataDir, { recursive: true, force: true });
     }
   }, 40_000);
+
+  embeddedOnly('npm start: one /metrics on PORT covers every role (the queue and jobs too); METRICS_PORT is not opened', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'gensvc-metrics-'));
+    const [port, metricsPort] = [await freePort(), await freePort()];
+    const token = 'npm-start-metrics-token-0001';
+    const proc = runNode([path.join(__dirname, '..', 'main.ts')], { DATA_DIR: dataDir, PORT: String(port), METRICS_PORT: String(metricsPort), METRICS_TOKEN: token, LOG_LEVEL: 'info', CATALOG_PATH: path.join(__dirname, 'fixtures/catalog.json') });
+    try {
+      await proc.waitForOutput(/gensvc is up/, 30_000);
+      const res = await fetch(`http://127.0.0.1:${port}/metrics`, { headers: { authorization: `Bearer ${token}` } });
+      expect(res.status).toBe(200);
+      const text = await res.text();
+      for (const queue of ['generation.run', 'webhook.deliver', 'schedule.run', 'maintenance.run']) {
+        expect(text).toContain(`gensvc_queue_depth{queue="${queue}",state="waiting"} 0`);
+      }
+      expect(text).toContain('# TYPE gensvc_jobs_total counter');
+      expect(text).toContain('gensvc_http_requests_total');
+      await expect(fetch(`http://127.0.0.1:${metricsPort}/metrics`)).rejects.toThrow();
+    } finally {
+      proc.kill('SIGTERM');
+      expect((await proc.exit).code).toBe(0);
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
