@@ -6,6 +6,7 @@ import type { Container } from '../shared/container';
 import { AppError, isAppError } from '../shared/errors';
 import type { AppCustom, AppState } from './context';
 import { errorMiddleware } from './middleware/errors';
+import { requestContext } from './middleware/request-context';
 import { securityHeaders } from './middleware/security-headers';
 import { assistantRoutes } from './routes/assistants';
 import { billingRoutes } from './routes/billing';
@@ -16,6 +17,7 @@ import { historyRoutes } from './routes/history';
 import { mediaRoutes } from './routes/media';
 import { modelRoutes } from './routes/models';
 import { healthRoutes } from './routes/health';
+import { metricsRoutes } from './routes/metrics';
 import { keyRoutes } from './routes/keys';
 import { scheduleRoutes } from './routes/schedules';
 import { userRoutes } from './routes/user';
@@ -40,7 +42,9 @@ export function createApp(container: Container, options: AppOptions = {}): Koa<A
   app.silent = true;
 
   const allowed = new Set(container.config.corsOrigins);
-  // First, on the raw response: every answer carries them, errors and 404s included.
+  // First: the request id (kept or made) and the request's metrics, around everything else.
+  app.use(requestContext());
+  // Next, on the raw response: every answer carries them, errors and 404s included.
   app.use(securityHeaders());
   app.use(errorMiddleware(container.log));
   app.use(
@@ -88,7 +92,7 @@ export function createApp(container: Container, options: AppOptions = {}): Koa<A
   });
 
   for (const middleware of options.extraRoutes ?? []) app.use(middleware);
-  const routers = [healthRoutes(), fileRoutes(), authRoutes(), userRoutes(), historyRoutes(), keyRoutes(), modelRoutes(), generateRoutes(), mediaRoutes(), assistantRoutes(), webhookRoutes(), scheduleRoutes(), billingRoutes(), providerWebhookRoutes(), ...v1Routes()];
+  const routers = [healthRoutes(), metricsRoutes(), fileRoutes(), authRoutes(), userRoutes(), historyRoutes(), keyRoutes(), modelRoutes(), generateRoutes(), mediaRoutes(), assistantRoutes(), webhookRoutes(), scheduleRoutes(), billingRoutes(), providerWebhookRoutes(), ...v1Routes()];
   for (const router of routers) {
     app.use(router.routes());
     // Not thrown: the router then sets the Allow header a 405 must carry; errorMiddleware writes the body.

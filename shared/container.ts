@@ -55,6 +55,10 @@ import { RedemptionCodes } from './payments/redemption-codes';
 import { StripeCheckout } from './payments/stripe/checkout';
 import { createStripeClient } from './payments/stripe/client';
 import { StripeWebhook } from './payments/stripe/webhook';
+import { currentLogContext, runWithLogContext } from './observability/context';
+import { Metrics } from './observability/metrics';
+import { Readiness } from './observability/readiness';
+import { registerStoreGauges } from './observability/store-gauges';
 
 export interface Container {
   config: Config;
@@ -104,6 +108,10 @@ export interface Container {
   /** Buying through Stripe Checkout (STRIPE_SECRET_KEY) and Stripe's webhook (STRIPE_WEBHOOK_SECRET). */
   stripeCheckout: StripeCheckout;
   stripeWebhook: StripeWebhook;
+  /** This process's metrics (GET /metrics, or METRICS_PORT in processes without the API). */
+  metrics: Metrics;
+  /** Whether this process takes work: GET /ready (replaceable, so a test can play the lifecycle). */
+  readiness: Readiness;
   close(): Promise<void>;
 }
 
@@ -122,6 +130,10 @@ export interface ContainerOptions {
   processesJobs?: boolean;
   /** How long a job's lease lasts and how often it is renewed (tests shorten them). */
   leases?: LeaseTimings;
+  /** The process's metrics, when the lifecycle made them (absent: new ones). */
+  metrics?: Metrics;
+  /** The process's readiness, when the lifecycle tracks it (absent: ready at once). */
+  readiness?: Readiness;
 }
 
 /** The provider adapters this deployment has: the built-in local one first, then each configured upstream. */
@@ -139,6 +151,7 @@ function configuredProviders(config: Config, fetchImpl: typeof fetch, prediction
 
 export async function buildContainer(config: Config, options: ContainerOptions): Promise<Container> {
   const log = options.log ?? createLogger(config.logLevel);
+  const metrics = options.metrics ?? new Metrics();
   const clock = options.clock ?? systemClock;
   const plans = loadPlans(config.productFiles.plans);
   const products = loadProducts(config.productFiles.products);
@@ -188,7 +201,7 @@ export async function buildContainer(config: Config, options: ContainerOptions):
     ? new RedisProviderSlots(redis, config.redisPrefix, config.providerConcurrency)
     : new LocalProviderSlots(config.providerConcurrency);
   const store = new GenerationStore(db, billing);
-  const runner = new GenerationRunner(store, catalog, providers, storage, inputs, clock, log, slots, options.leases);
+  const runner = new GenerationRunner(store, catalog, providers, storage, inputs, clock, log, slots, options.leases, metrics);
   const assistants = new Assistants(loadAssistants(config.productFiles.assistants), catalog, db, clock);
   const generations = new Generations({
     db,
@@ -228,10 +241,15 @@ export async function buildContainer(config: Config, options: ContainerOptions):
   const stripe = config.stripe.secretKey ? createStripeClient(config.stripe.secretKey, config.stripe.apiBase) : undefined;
   const stripeCheckout = new StripeCheckout(stripe, payments, plans, { success: config.stripe.successUrl, cancel: config.stripe.cancelUrl }, log);
   const stripeWebhook = new StripeWebhook(config.stripe.webhookSecret, stripe, db, payments, clock, log);
+  runner.onEnd((generation) => metrics.generationEnded(generation));
   runner.onEnd((generation, facts) => {
     if (facts.hasWebhooks === false) return;
-    webhooks.onGenerationEnded(generation).catch((error: unknown) => log.error({ err: error, generationId: generation.id }, 'webhook fan-out failed'));
+    // Under the generation's id: its deliveries (jobs) carry it, with the request id, to the worker.
+    runWithLogContext({ ...currentLogContext(), generationId: generation.id }, () =>
+      webhooks.onGenerationEnded(generation).catch((error: unknown) => log.error({ err: error, generationId: generation.id }, 'webhook fan-out failed')),
+    );
   });
+  registerStoreGauges(metrics, { db, redis, queue });
 
   return {
     config,
@@ -273,6 +291,8 @@ export async function buildContainer(config: Config, options: ContainerOptions):
     redemptionCodes,
     stripeCheckout,
     stripeWebhook,
+    metrics,
+    readiness: options.readiness ?? new Readiness(),
     async close() {
       await queue.close();
       await providers.close();

@@ -46,8 +46,8 @@ const commaList = optionalString.transform((v) =>
   v === undefined ? [] : v.split(',').map((s) => s.trim()).filter((s) => s.length > 0),
 );
 
-const port = optionalString.transform((v, ctx) => {
-  if (v === undefined) return 8080;
+const optionalPort = optionalString.transform((v, ctx) => {
+  if (v === undefined) return undefined;
   const n = Number(v);
   if (!Number.isInteger(n) || n < 0 || n > 65_535) {
     ctx.addIssue({ code: 'custom', message: 'must be a port number (0-65535)' });
@@ -55,6 +55,7 @@ const port = optionalString.transform((v, ctx) => {
   }
   return n;
 });
+const port = optionalPort.transform((v) => v ?? 8080);
 
 /** Upstreams an operator can enable with `<NAME>_API_KEY` and/or `<NAME>_BASE_URL`, and their default base URLs. */
 export const UPSTREAM_PROVIDERS = {
@@ -129,6 +130,8 @@ const EnvSchema = z.object({
   AUTH_REGISTER_LIMIT_PER_MINUTE: positiveInt(10),
   AUTH_FORGOT_LIMIT_PER_HOUR: positiveInt(3),
   REDEEM_FAILED_ATTEMPTS_PER_HOUR: positiveInt(10),
+  METRICS_TOKEN: optionalString.refine((v) => v === undefined || v.length >= 16, 'must be at least 16 characters'),
+  METRICS_PORT: optionalPort,
 });
 
 export type DatabaseConfig =
@@ -196,6 +199,12 @@ export interface Config {
   };
   /** Calls in flight per provider name (global with Redis, per process otherwise); absent = uncapped. */
   providerConcurrency: Record<string, number>;
+  /**
+   * Prometheus metrics: `token` (METRICS_TOKEN) opens GET /metrics to `Authorization: Bearer
+   * <token>` (unset: /metrics is 404); `port` (METRICS_PORT) serves them in processes without the
+   * API (worker, clock, bot), and needs the token.
+   */
+  metrics: { token: string | undefined; port: number | undefined };
 }
 
 /** Cap of each enabled upstream unless `<NAME>_MAX_CONCURRENCY` says otherwise. */
@@ -291,6 +300,9 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   if ((raw('OIDC_CLIENT_ID') === undefined) !== (raw('OIDC_ISSUER') === undefined)) {
     problems.push('OIDC_ISSUER and OIDC_CLIENT_ID: set both to enable identity-provider login, or neither');
   }
+  if (raw('METRICS_PORT') !== undefined && raw('METRICS_TOKEN') === undefined) {
+    problems.push('METRICS_PORT: needs METRICS_TOKEN (the metrics are served to Authorization: Bearer <METRICS_TOKEN> only)');
+  }
   const upstreams = upstreamsFrom(raw);
   const providerConcurrency = concurrencyFrom(env, Object.keys(upstreams), problems);
   if (!parsed.success || problems.length > 0) throw new ConfigError(problems);
@@ -353,5 +365,6 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       cancelUrl: e.STRIPE_CANCEL_URL ?? `${publicBaseUrl}/?checkout=cancelled`,
     },
     providerConcurrency,
+    metrics: { token: e.METRICS_TOKEN, port: e.METRICS_PORT },
   };
 }

@@ -22,7 +22,7 @@ import {
   wordParam,
 } from './arbitraries';
 import type { CallerName, FuzzWorld } from './world';
-import { DISPOSABLE_CALLERS, MAIN_CALLERS } from './world';
+import { DISPOSABLE_CALLERS, FUZZ_METRICS_TOKEN, MAIN_CALLERS } from './world';
 
 export interface RouteDriver {
   /** Who calls with valid credentials (the arbitrary also sends none, mangled and refused ones). */
@@ -864,6 +864,18 @@ const disposable = DISPOSABLE_CALLERS;
 
 export const DRIVERS: DriverTable = {
   'GET /health': () => ({ callers: main, runs: 20, anonymousWeight: 10 }),
+  'GET /ready': () => ({ callers: main, runs: 20, anonymousWeight: 10 }),
+  'GET /metrics': () => ({
+    callers: main,
+    runs: 30,
+    anonymousWeight: 10,
+    // The token (200, text), near misses of it and other schemes (401), or the caller's own credential (401).
+    headers: fc.oneof(
+      { weight: 3, arbitrary: fc.constant({ authorization: `Bearer ${FUZZ_METRICS_TOKEN}` }) },
+      { weight: 2, arbitrary: fc.constantFrom(`Bearer ${FUZZ_METRICS_TOKEN}x`, `Bearer ${FUZZ_METRICS_TOKEN.slice(1)}`, `Basic ${FUZZ_METRICS_TOKEN}`, FUZZ_METRICS_TOKEN, 'Bearer').map((authorization) => ({ authorization })) },
+      { weight: 2, arbitrary: fc.constant({}) },
+    ),
+  }),
   'GET /files/:a/:b/:c/:name': (world) => {
     const keys = world.allResultKeys();
     const split = (key: string) => {

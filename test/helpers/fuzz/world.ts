@@ -65,6 +65,9 @@ function base64url(value: object): string {
   return Buffer.from(JSON.stringify(value)).toString('base64url');
 }
 
+/** GET /metrics answers this token (drivers.ts sends it, and near misses). */
+export const FUZZ_METRICS_TOKEN = 'fuzz-metrics-token-0123456789';
+
 export class FuzzWorld {
   readonly accounts = new Map<AccountName, Account>();
   readonly special = new Map<SpecialToken, string>();
@@ -100,6 +103,7 @@ export class FuzzWorld {
         STRIPE_SECRET_KEY: stripe.secretKey,
         STRIPE_WEBHOOK_SECRET: FUZZ_STRIPE_WEBHOOK_SECRET,
         STRIPE_API_BASE: stripe.baseUrl,
+        METRICS_TOKEN: FUZZ_METRICS_TOKEN,
       },
       { providers: [fake.adapter(), downProvider('down')], worker: false },
     );
