@@ -304,8 +304,9 @@ describe('work on a sent file', () => {
     await waitForText(ola.id, /^Здравствуйте, Оля!/);
     tg.media(ola, 'photo', { bytes: PNG, caption: 'распознай текст' });
     const status = await waitForText(ola.id, /^🔤 Распознаю текст…$/);
-    const getFile = tg.calls.findIndex((c) => c.method === 'getFile' && tg.calls.indexOf(status) < tg.calls.indexOf(c));
-    expect(getFile).toBeGreaterThan(tg.calls.indexOf(status));
+    // The download comes after the status message.
+    const getFile = await tg.waitFor(() => tg.calls.find((c) => c.method === 'getFile' && tg.calls.indexOf(c) > tg.calls.indexOf(status)));
+    expect(getFile).toBeDefined();
     await tg.waitFor(() => tg.calls.find((c) => Number(c.params.chat_id) === ola.id && /recognized text/.test(String(c.params.text ?? c.params.caption ?? ''))));
     // The status message is the one the work reports in: no second "started" message.
     expect(tg.sentTo(ola.id).filter((c) => /^Запущено/.test(String(c.params.text ?? '')))).toHaveLength(0);
