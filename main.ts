@@ -12,8 +12,8 @@ import { runProcess } from './shared/lifecycle';
 import { ClockRunner } from './shared/schedules/clock-runner';
 import { migrations } from './migrations';
 
-void runProcess('all', process.env, async (config, log) => {
-  const container = await buildContainer(config, { migrate: migrations, log, processesJobs: true });
+void runProcess('all', process.env, async (config, log, instruments) => {
+  const container = await buildContainer(config, { migrate: migrations, log, processesJobs: true, ...instruments });
   log.info(
     { database: config.database.kind, redis: config.redisUrl ? 'configured' : 'none', dataDir: config.dataDir },
     'stores open',

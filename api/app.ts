@@ -6,6 +6,7 @@ import type { Container } from '../shared/container';
 import { AppError, isAppError } from '../shared/errors';
 import type { AppCustom, AppState } from './context';
 import { errorMiddleware } from './middleware/errors';
+import { requestContext } from './middleware/request-context';
 import { securityHeaders } from './middleware/security-headers';
 import type { RouteDoc } from './openapi/registry';
 import { assistantRouteDocs, assistantRoutes } from './routes/assistants';
@@ -18,6 +19,7 @@ import { historyRouteDocs, historyRoutes } from './routes/history';
 import { mediaRouteDocs, mediaRoutes } from './routes/media';
 import { modelRouteDocs, modelRoutes } from './routes/models';
 import { healthRouteDocs, healthRoutes } from './routes/health';
+import { metricsRouteDocs, metricsRoutes } from './routes/metrics';
 import { keyRouteDocs, keyRoutes } from './routes/keys';
 import { openApiRouteDocs, openApiRoutes } from './routes/openapi';
 import { scheduleRouteDocs, scheduleRoutes } from './routes/schedules';
@@ -34,6 +36,7 @@ export const JSON_BODY_LIMIT = '1mb';
  */
 export const API_ROUTE_DOCS: RouteDoc[] = [
   ...healthRouteDocs,
+  ...metricsRouteDocs,
   ...fileRouteDocs,
   ...authRouteDocs,
   ...userRouteDocs,
@@ -66,7 +69,9 @@ export function createApp(container: Container, options: AppOptions = {}): Koa<A
   app.silent = true;
 
   const allowed = new Set(container.config.corsOrigins);
-  // First, on the raw response: every answer carries them, errors and 404s included.
+  // First: the request id (kept or made) and the request's metrics, around everything else.
+  app.use(requestContext());
+  // Next, on the raw response: every answer carries them, errors and 404s included.
   app.use(securityHeaders());
   app.use(errorMiddleware(container.log));
   app.use(
@@ -116,6 +121,7 @@ export function createApp(container: Container, options: AppOptions = {}): Koa<A
   for (const middleware of options.extraRoutes ?? []) app.use(middleware);
   const routers = [
     healthRoutes(),
+    metricsRoutes(),
     fileRoutes(),
     authRoutes(),
     userRoutes(),

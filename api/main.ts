@@ -7,8 +7,8 @@ import { buildContainer } from '../shared/container';
 import { runProcess } from '../shared/lifecycle';
 import { startHttpServer } from './server';
 
-void runProcess('web', process.env, async (config, log) => {
-  const container = await buildContainer(config, { log });
+void runProcess('web', process.env, async (config, log, instruments) => {
+  const container = await buildContainer(config, { log, ...instruments });
   const webhook = config.telegram.botToken && config.telegram.webhookUrl ? createBotWebhook(container) : null;
   const http = await startHttpServer(container, config.port, { extraRoutes: webhook ? [webhook.middleware] : [] });
   // Every web process sets the same webhook (idempotent): no one of them is special.

@@ -10,6 +10,8 @@ export class EventStream {
   private readonly body = new PassThrough();
 
   constructor(ctx: AppContext) {
+    // Counted open until the response is over, however it ends (finished or the client gone).
+    ctx.res.once('close', ctx.container.metrics.sseStreamOpened());
     ctx.status = 200;
     ctx.set('Content-Type', 'text/event-stream; charset=utf-8');
     ctx.set('Cache-Control', 'no-cache, no-transform');

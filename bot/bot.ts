@@ -16,9 +16,12 @@ import { mediaDialog } from './dialogs/media';
 import { registerAccount } from './handlers/account';
 import { registerChat } from './handlers/chat';
 import { registerMediaInput } from './handlers/media-input';
+import { registerMode } from './handlers/mode';
 import { registerRedeem } from './handlers/redeem';
-import { commandList } from './menu';
+import { registerStarsPayments, registerStarsShop } from './handlers/stars';
+import { commandList, Feature, FEATURE_CATEGORIES, lockedFeatures, lockedText } from './menu';
 import { MEDIA_KINDS, MediaKind } from './models';
+import { upgradeKeyboard } from './refusals';
 
 export type { Account, BotContext } from './context';
 export { commandList, mainMenu } from './menu';
@@ -26,6 +29,7 @@ export { trimToContext } from '../shared/telegram/chat-turn';
 
 const DIALOG_TTL_SECONDS = 86_400;
 const DIALOGS = Object.keys(MEDIA_KINDS) as MediaKind[];
+const FEATURES = Object.keys(FEATURE_CATEGORIES) as Feature[];
 
 function dialogStorage(store: KeyValueStore): VersionedStateStorage<string, ConversationData> {
   return {
@@ -42,6 +46,8 @@ function isAddressedInGroup(ctx: BotContext): boolean {
   if (ctx.callbackQuery) return true;
   const message = ctx.message;
   if (!message) return false;
+  // A payment made from an invoice sent to the group: credited like any other.
+  if (message.successful_payment || message.refunded_payment) return true;
   const text = message.text ?? message.caption ?? '';
   const entities = message.entities ?? message.caption_entities ?? [];
   if (entities.some((e) => e.type === 'bot_command' && e.offset === 0)) return true;
@@ -84,6 +90,8 @@ export function createBot(container: Container): Bot<BotContext> {
     }
     await next();
   });
+  // Payments before the dialogs: an active dialog would otherwise take the payment's message.
+  registerStarsPayments(bot, services);
   bot.use(
     conversations<BotContext, DialogContext>({
       storage: {
@@ -120,12 +128,28 @@ export function createBot(container: Container): Bot<BotContext> {
     bot.command(kind, (ctx) => ctx.conversation.enter(kind));
   }
   registerRedeem(bot, services);
+  const shop = registerStarsShop(bot, services);
 
   // Before the text handlers: its face-swap dialog must see the messages while it waits.
   registerMediaInput(bot, services);
   const views = registerAccount(bot, services);
+  const modes = registerMode(bot, services);
   const chat = registerChat(bot, services);
 
+  bot.callbackQuery(/^menu:locked:(\w+)$/, async (ctx) => {
+    await ctx.answerCallbackQuery();
+    const a = services.account(ctx);
+    const feature = FEATURES.find((f) => f === ctx.match[1]);
+    if (!feature) return;
+    // Recomputed at the press: the plan may have changed since the menu was sent.
+    const locked = lockedFeatures(container.catalog, container.plans, a.plan);
+    if (!(feature in locked)) {
+      if (feature === 'tools') return void (await ctx.reply(a.texts.toolsHint));
+      return ctx.conversation.enter(feature);
+    }
+    const unlocking = locked[feature] ?? null;
+    await ctx.reply(lockedText(a.texts, feature, unlocking), unlocking ? { reply_markup: upgradeKeyboard(a.texts) } : {});
+  });
   bot.callbackQuery(/^menu:(\w+)$/, async (ctx) => {
     await ctx.answerCallbackQuery();
     const action = ctx.match[1] ?? '';
@@ -143,6 +167,10 @@ export function createBot(container: Container): Bot<BotContext> {
         return views.showHistory(ctx);
       case 'settings':
         return views.showSettings(ctx);
+      case 'buy':
+        return shop.showOffers(ctx);
+      case 'mode':
+        return modes.showModes(ctx);
       default:
         return views.showHelp(ctx);
     }

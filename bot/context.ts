@@ -12,7 +12,7 @@ import type { Generation, User } from '../shared/db/entities';
 import type { GenerateRequest } from '../shared/generation/input';
 import type { Plan } from '../shared/plans';
 import type { BotDeliveries } from '../shared/telegram/deliveries';
-import { refusalText } from '../shared/telegram/refusal';
+import { refusalMessage } from './refusals';
 import type { ChatStates, KeyValueStore } from '../shared/telegram/state';
 import { Language, languageOf, Texts, TEXTS } from '../shared/telegram/texts';
 import { Preferences } from './preferences';
@@ -48,8 +48,12 @@ export interface BotServices {
   idempotencyKey(me: TelegramUser, updateId: number): string;
   /** A redelivered update whose generation is under way already: nothing to download or start again. */
   alreadyStarted(userId: number, key: string): Promise<boolean>;
-  /** Accepts a media generation, says it started, and queues it. */
-  startMedia(from: TelegramUser, chatId: string, request: GenerateRequest, key: string, startedText?: string): Promise<void>;
+  /**
+   * Accepts a media generation, says it started, and queues it. With `statusMessageId` (a message
+   * that already says what is happening, sent before a download) that message is the one the
+   * result updates, and a refusal replaces its text.
+   */
+  startMedia(from: TelegramUser, chatId: string, request: GenerateRequest, key: string, statusMessageId?: number): Promise<void>;
 }
 
 export function createServices(container: Container, api: Api): BotServices {
@@ -67,22 +71,24 @@ export function createServices(container: Container, api: Api): BotServices {
     return { user, plan: plans.get(users.effectivePlan(user)), language, texts: TEXTS[language], isNew };
   }
 
-  async function startMedia(from: TelegramUser, chatId: string, request: GenerateRequest, key: string, startedText?: string): Promise<void> {
+  async function startMedia(from: TelegramUser, chatId: string, request: GenerateRequest, key: string, statusMessageId?: number): Promise<void> {
     const a = await accountOf(from);
     /** Says the work started and records where its result goes; false when a redelivered update already did. */
     const announce = async (generation: Generation, model: CatalogModel): Promise<boolean> => {
       if (await deliveries.get(generation.id)) return false;
-      const started = await api.sendMessage(chatId, startedText ?? a.texts.started(model.sync ? null : model.etaSeconds));
-      return deliveries.create({ generationId: generation.id, chatId, messageId: started.message_id, kind: 'media', language: a.language, prompt: null });
+      const messageId = statusMessageId ?? (await api.sendMessage(chatId, a.texts.started(model.sync ? null : model.etaSeconds))).message_id;
+      return deliveries.create({ generationId: generation.id, chatId, messageId, kind: 'media', language: a.language, prompt: null });
     };
     let started;
     try {
       // In the background: the worker runs it and delivers the result to the chat.
       started = await generations.start({ user: a.user, plan: a.plan }, request, { idempotencyKey: key, source: 'bot', runIn: 'background', beforeRun: announce });
     } catch (error) {
-      const text = refusalText(error, a.texts, clock());
-      if (text === null) throw error;
-      await api.sendMessage(chatId, text);
+      const refusal = refusalMessage(error, a.texts, clock());
+      if (refusal === null) throw error;
+      const { text, ...extra } = refusal;
+      if (statusMessageId === undefined) await api.sendMessage(chatId, text, extra);
+      else await api.editMessageText(chatId, statusMessageId, text, extra);
       return;
     }
     const { generation, model } = started;

@@ -13,7 +13,7 @@ import type { Stoppable } from '../shared/lifecycle';
 import { runProcess } from '../shared/lifecycle';
 import { startBot } from './run';
 
-void runProcess('bot', process.env, async (config, log) => {
+void runProcess('bot', process.env, async (config, log, instruments) => {
   if (!config.telegram.botToken) throw new Error('the bot role needs TELEGRAM_BOT_TOKEN');
   if (config.telegram.webhookUrl) {
     const message = 'BOT_WEBHOOK_URL is set: the web processes receive the bot updates, this process has nothing to do (scale `bot` to 0); exiting';
@@ -22,7 +22,7 @@ void runProcess('bot', process.env, async (config, log) => {
     process.exit(0);
   }
   const embedded = !config.redisUrl;
-  const container = await buildContainer(config, { log, processesJobs: embedded });
+  const container = await buildContainer(config, { log, processesJobs: embedded, ...instruments });
   const parts: Stoppable[] = [{ name: 'stores', stop: () => container.close() }];
   if (embedded) parts.push(await startWorker(container));
   parts.push(await startBot(container));

@@ -15,6 +15,7 @@ import { LedgerEntry, RedemptionBatch, User } from '../shared/db/entities';
 import { AppError } from '../shared/errors';
 import { PLAN_NAMES, PlanName } from '../shared/plans';
 import { CodeGrant, MAX_CODES_PER_BATCH } from '../shared/payments/redemption-codes';
+import { reconcile, refundStars, StarsCommandError } from './stars-commands';
 
 export class UsageError extends Error {}
 
@@ -29,6 +30,9 @@ export const ADMIN_USAGE = `usage: npm run --silent admin -- <command> [options]
   create-codes (--tokens N | --plan PLAN --days N) [--uses N] [--count N] [--expires ISO-8601] [--note TEXT]
                                             (redemption codes, printed once: only their hashes are kept)
   list-code-batches                         (each batch with its uses left)
+  refund-stars --charge CHARGE_ID [--telegram-user ID]
+                                            (refunds a Telegram Stars charge and reverses its payment once)
+  reconcile-stars                           (Telegram's Star transactions against the payments; exits 1 listing each mismatch)
 plans: ${PLAN_NAMES.join(', ')}`;
 
 type Options = Record<string, string | undefined>;
@@ -148,6 +152,8 @@ export async function runAdminCommand(container: Container, argv: string[]): Pro
         uses: { type: 'string' },
         count: { type: 'string' },
         note: { type: 'string' },
+        charge: { type: 'string' },
+        'telegram-user': { type: 'string' },
       },
       allowPositionals: false,
       strict: true,
@@ -243,6 +249,26 @@ export async function runAdminCommand(container: Container, argv: string[]): Pro
       const usedBy = new Map(used.map((u) => [Number(u.batch_id), Number(u.used)]));
       return { batches: batches.map((b) => presentBatch(b, usedBy.get(b.id) ?? 0)) };
     }
+    case 'refund-stars': {
+      const charge = required(options, 'charge');
+      if (charge.length > 200) throw new UsageError('--charge must be at most 200 characters');
+      const telegramUser = options['telegram-user'];
+      // Telegram user ids go beyond 32 bits.
+      if (telegramUser !== undefined && !/^[1-9][0-9]{0,15}$/.test(telegramUser)) throw new UsageError('--telegram-user must be a Telegram user id');
+      try {
+        return await refundStars(container, charge, telegramUser === undefined ? undefined : Number(telegramUser));
+      } catch (error) {
+        if (error instanceof StarsCommandError) throw new UsageError(error.message);
+        throw error;
+      }
+    }
+    case 'reconcile-stars':
+      try {
+        return await reconcile(container);
+      } catch (error) {
+        if (error instanceof StarsCommandError) throw new UsageError(error.message);
+        throw error;
+      }
     case 'revoke-key': {
       const id = integer(required(options, 'id'), 'id');
       try {

@@ -52,6 +52,13 @@ import { ChatStates, createKeyValueStore, KeyValueStore } from './telegram/state
 import { Payments } from './payments/payments';
 import { loadProducts, ProductTable } from './payments/products';
 import { RedemptionCodes } from './payments/redemption-codes';
+import { StripeCheckout } from './payments/stripe/checkout';
+import { createStripeClient } from './payments/stripe/client';
+import { StripeWebhook } from './payments/stripe/webhook';
+import { currentLogContext, runWithLogContext } from './observability/context';
+import { Metrics } from './observability/metrics';
+import { Readiness } from './observability/readiness';
+import { registerStoreGauges } from './observability/store-gauges';
 
 export interface Container {
   config: Config;
@@ -98,6 +105,13 @@ export interface Container {
   /** Credits and reversals of payments, each exactly once (shared/payments). */
   payments: Payments;
   redemptionCodes: RedemptionCodes;
+  /** Buying through Stripe Checkout (STRIPE_SECRET_KEY) and Stripe's webhook (STRIPE_WEBHOOK_SECRET). */
+  stripeCheckout: StripeCheckout;
+  stripeWebhook: StripeWebhook;
+  /** This process's metrics (GET /metrics, or METRICS_PORT in processes without the API). */
+  metrics: Metrics;
+  /** Whether this process takes work: GET /ready (replaceable, so a test can play the lifecycle). */
+  readiness: Readiness;
   close(): Promise<void>;
 }
 
@@ -116,6 +130,10 @@ export interface ContainerOptions {
   processesJobs?: boolean;
   /** How long a job's lease lasts and how often it is renewed (tests shorten them). */
   leases?: LeaseTimings;
+  /** The process's metrics, when the lifecycle made them (absent: new ones). */
+  metrics?: Metrics;
+  /** The process's readiness, when the lifecycle tracks it (absent: ready at once). */
+  readiness?: Readiness;
 }
 
 /** The provider adapters this deployment has: the built-in local one first, then each configured upstream. */
@@ -133,6 +151,7 @@ function configuredProviders(config: Config, fetchImpl: typeof fetch, prediction
 
 export async function buildContainer(config: Config, options: ContainerOptions): Promise<Container> {
   const log = options.log ?? createLogger(config.logLevel);
+  const metrics = options.metrics ?? new Metrics();
   const clock = options.clock ?? systemClock;
   const plans = loadPlans(config.productFiles.plans);
   const products = loadProducts(config.productFiles.products);
@@ -182,7 +201,7 @@ export async function buildContainer(config: Config, options: ContainerOptions):
     ? new RedisProviderSlots(redis, config.redisPrefix, config.providerConcurrency)
     : new LocalProviderSlots(config.providerConcurrency);
   const store = new GenerationStore(db, billing);
-  const runner = new GenerationRunner(store, catalog, providers, storage, inputs, clock, log, slots, options.leases);
+  const runner = new GenerationRunner(store, catalog, providers, storage, inputs, clock, log, slots, options.leases, metrics);
   const assistants = new Assistants(loadAssistants(config.productFiles.assistants), catalog, db, clock);
   const generations = new Generations({
     db,
@@ -219,10 +238,18 @@ export async function buildContainer(config: Config, options: ContainerOptions):
   const payments = new Payments(db, billing, users, plans, products, clock);
   const redeemAttempts = new FailedAttemptLimiter(redis, config.redisPrefix, 'redeem-failures', config.redeemFailuresPerHour, 3600);
   const redemptionCodes = new RedemptionCodes(db, payments, redeemAttempts, clock);
+  const stripe = config.stripe.secretKey ? createStripeClient(config.stripe.secretKey, config.stripe.apiBase) : undefined;
+  const stripeCheckout = new StripeCheckout(stripe, payments, plans, { success: config.stripe.successUrl, cancel: config.stripe.cancelUrl }, log);
+  const stripeWebhook = new StripeWebhook(config.stripe.webhookSecret, stripe, db, payments, clock, log);
+  runner.onEnd((generation) => metrics.generationEnded(generation));
   runner.onEnd((generation, facts) => {
     if (facts.hasWebhooks === false) return;
-    webhooks.onGenerationEnded(generation).catch((error: unknown) => log.error({ err: error, generationId: generation.id }, 'webhook fan-out failed'));
+    // Under the generation's id: its deliveries (jobs) carry it, with the request id, to the worker.
+    runWithLogContext({ ...currentLogContext(), generationId: generation.id }, () =>
+      webhooks.onGenerationEnded(generation).catch((error: unknown) => log.error({ err: error, generationId: generation.id }, 'webhook fan-out failed')),
+    );
   });
+  registerStoreGauges(metrics, { db, redis, queue });
 
   return {
     config,
@@ -262,6 +289,10 @@ export async function buildContainer(config: Config, options: ContainerOptions):
     products,
     payments,
     redemptionCodes,
+    stripeCheckout,
+    stripeWebhook,
+    metrics,
+    readiness: options.readiness ?? new Readiness(),
     async close() {
       await queue.close();
       await providers.close();

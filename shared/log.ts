@@ -1,4 +1,5 @@
 import pino, { Logger } from 'pino';
+import { logFields } from './observability/context';
 
 export type { Logger };
 
@@ -25,6 +26,10 @@ const redactPaths = [
   'res.headers["set-cookie"]',
 ];
 
+/**
+ * Every line carries the request id (and generation id, job name) of the work it belongs to
+ * (observability/context.ts), so no code passes them by hand; a field the call names wins.
+ */
 export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
-  return pino({ level, redact: { paths: redactPaths, censor: '[redacted]' }, base: { service: 'gensvc' } }, destination);
+  return pino({ level, redact: { paths: redactPaths, censor: '[redacted]' }, base: { service: 'gensvc' }, mixin: logFields }, destination);
 }

@@ -152,9 +152,9 @@ describe('the video, music and voice dialogs', () => {
     tg.message(ivan, 'спокойный джаз');
     const durations = await waitForText(ivan.id, /^Выберите длительность/);
     expect(buttons(durations)).toEqual(['mus:o:10', 'mus:o:30', 'mus:o:60', 'mus:x']);
-    expect(labels(durations)[0]).toBe('10 с · 2 ток.');
+    expect(labels(durations)[0]).toBe('10 с · 2 токена');
     tg.press(ivan, 'mus:o:10');
-    const confirm = await waitForText(ivan.id, /^Fake music: 2 токенов \(у вас 50\)\. Запускаем\?/);
+    const confirm = await waitForText(ivan.id, /^Fake music: 2 токена \(у вас 50\)\. Запускаем\?/);
     expect(labels(confirm)).toEqual(['✅ Запустить', '✖️ Отмена']);
     tg.press(ivan, 'mus:go');
     await waitForText(ivan.id, /^Запущено\. Результат будет здесь примерно через 15 с/);
@@ -174,7 +174,7 @@ describe('the video, music and voice dialogs', () => {
     const voices = await waitForText(pat.id, /^Pick the voice/);
     expect(buttons(voices)).toEqual(['voc:o:alloy', 'voc:o:nova', 'voc:x']);
     tg.press(pat, 'voc:o:nova');
-    await waitForText(pat.id, /^Fake speech: 1 tokens/);
+    await waitForText(pat.id, /^Fake speech: 1 token \(/);
     tg.press(pat, 'voc:go');
     const voice = await tg.waitFor(() => tg.callsOf('sendVoice', pat.id)[0]);
     expect(voice.files.voice?.bytes.equals(OPUS)).toBe(true);
@@ -318,7 +318,9 @@ describe('photo tools', () => {
   it('a photo captioned "remove background" runs the tool and delivers the result photo', async () => {
     const pat = person();
     tg.media(pat, 'photo', { bytes: PHOTO, caption: 'remove background please' });
-    await waitForText(pat.id, /^Started/);
+    // What is happening is said before the download; that message is the one the result reports in.
+    await waitForText(pat.id, /^✂️ Removing the background…$/);
+    expect(tg.sentTo(pat.id).filter((c) => /^Started/.test(String(c.params.text ?? '')))).toHaveLength(0);
     const photo = await tg.waitFor(() => tg.callsOf('sendPhoto', pat.id)[0]);
     expect(photo.files.photo?.bytes.subarray(1, 4).toString()).toBe('PNG');
     const call = fake.calls.find((c) => c.capability === 'tool')?.request as { tool: string; image: Buffer };

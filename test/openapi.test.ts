@@ -24,6 +24,7 @@ const fixtures = path.join(__dirname, 'fixtures');
 const fake = new FakeProvider('fake');
 /** A webhook receiver on 127.0.0.1 (allowed by URL_FETCH_ALLOW), so deliveries really happen. */
 const sink = new MediaSink();
+const METRICS_TOKEN = 'docs-test-metrics-token-0123456789';
 const holder: { doc?: Json; app?: TestApp } = {};
 const t = {
   get app(): TestApp {
@@ -41,7 +42,7 @@ function doc(): Json {
 beforeAll(async () => {
   await sink.start();
   holder.app = await startTestApp(
-    { CATALOG_PATH: path.join(fixtures, 'catalog.json'), ASSISTANTS_PATH: path.join(fixtures, 'assistants.json'), URL_FETCH_ALLOW: sink.hostPort },
+    { CATALOG_PATH: path.join(fixtures, 'catalog.json'), ASSISTANTS_PATH: path.join(fixtures, 'assistants.json'), URL_FETCH_ALLOW: sink.hostPort, METRICS_TOKEN: METRICS_TOKEN },
     { providers: [fake.adapter(), downProvider('down')], worker: true },
   );
   const res = await t.app.http().get('/api/v2/openapi.json');
@@ -358,6 +359,11 @@ describe('answers of the real app', () => {
 
     // Service routes
     await call('GET /health');
+    await call('GET /ready');
+    await call('GET /metrics', { auth: auth(METRICS_TOKEN) });
+    await call('GET /metrics', { auth: auth('wrong-token') });
+    await call('POST /api/v2/billing/checkout', { auth: auth(vip), body: { product: 'tokens-500' } });
+    await call('POST /api/v2/providers/stripe/webhook', { headers: { 'stripe-signature': 't=1,v1=00' }, body: { id: 'evt_1', type: 'checkout.session.completed' } });
     await call('GET /api/v2/openapi.json');
     await call('POST /api/v2/providers/replicate/webhook', { body: { id: 'pred_1' } });
 

@@ -65,8 +65,11 @@ export function toAppError(error: unknown): AppError | null {
 export function errorMiddleware(log: Logger): (ctx: AppContext, next: Next) => Promise<void> {
   const failures = new RequestFailureLog(log);
   return async (ctx, next) => {
-    ctx.state.requestId = crypto.randomUUID();
-    ctx.set('X-Request-Id', ctx.state.requestId);
+    // Set by requestContext, first in the app's chain; an app without it still answers with an id.
+    if (!ctx.state.requestId) {
+      ctx.state.requestId = crypto.randomUUID();
+      ctx.set('X-Request-Id', ctx.state.requestId);
+    }
     try {
       await next();
       if (ctx.body === undefined || ctx.body === null) {

@@ -20,6 +20,7 @@ const SECURITY: Record<RouteAuth, Array<Record<string, string[]>>> = {
   // The body's `refresh_token` works as well as the cookie.
   refresh: [{ refreshCookie: [] }, {}],
   signature: [],
+  operator: [{ metricsToken: [] }],
 };
 
 const RATE_LIMIT_HEADERS = z.object({
@@ -109,6 +110,7 @@ export function buildOpenApiDocument(docs: RouteDoc[], options: { version: strin
         session: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'An access token from /api/v2/auth/login, /register or /refresh (15 minutes)' },
         apiKey: { type: 'http', scheme: 'bearer', bearerFormat: 'gsk_…', description: 'An API key (vip and elite plans), made with POST /api/v2/keys' },
         apiKeyHeader: { type: 'apiKey', in: 'header', name: 'x-api-key', description: "An API key (or access token) in `x-api-key`, as Anthropic's clients send it (used when there is no Authorization header)" },
+        metricsToken: { type: 'http', scheme: 'bearer', description: 'The operator\'s METRICS_TOKEN (GET /metrics only)' },
         refreshCookie: { type: 'apiKey', in: 'cookie', name: 'refresh_token', description: 'The httpOnly refresh cookie set by login, register and refresh (Path=/api/v2/auth)' },
       },
     },

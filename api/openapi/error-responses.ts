@@ -17,7 +17,9 @@ const BY_AUTH: Record<RouteDoc['auth'], ErrorCode[]> = {
   user: ['not_authenticated', 'invalid_token', 'insufficient_plan'],
   session: ['not_authenticated', 'invalid_token', 'insufficient_plan', 'api_key_not_allowed'],
   refresh: ['not_authenticated', 'invalid_token'],
-  signature: ['invalid_webhook_signature', 'feature_disabled'],
+  // Each provider's route names its own signature code.
+  signature: ['feature_disabled'],
+  operator: ['not_authenticated', 'invalid_token', 'not_found'],
 };
 
 /** Every code `doc` may answer. */

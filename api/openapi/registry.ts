@@ -15,9 +15,9 @@ export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
  * Who may call a route: nobody in particular (`none`); anyone, with credentials checked when sent
  * (`optional`); a signed-in user by access token or API key (`user`); an access token only, never a
  * key (`session`, the routes behind `sessionOnly`); the refresh cookie or body token (`refresh`);
- * an upstream provider's signature (`signature`).
+ * an upstream provider's signature (`signature`); the operator's METRICS_TOKEN (`operator`).
  */
-export type RouteAuth = 'none' | 'optional' | 'user' | 'session' | 'refresh' | 'signature';
+export type RouteAuth = 'none' | 'optional' | 'user' | 'session' | 'refresh' | 'signature' | 'operator';
 
 export interface DocumentedResponse {
   description: string;

@@ -6,6 +6,8 @@
 import type { Payment, User } from '../../shared/db/entities';
 import type { PlanName, PlanTable } from '../../shared/plans';
 import type { PlanProduct, ProductTable, TokenPack } from '../../shared/payments/products';
+import type { CheckoutLink } from '../../shared/payments/stripe/checkout';
+import type { EventOutcome } from '../../shared/payments/stripe/webhook';
 import { presentBalance } from './account';
 import { iso } from './dates';
 
@@ -42,4 +44,14 @@ export function presentRedemption(payment: Payment, user: User, plans: PlanTable
     plan_until: iso(payment.planUntil),
     balance: presentBalance(user, plans.get(effectivePlan)),
   };
+}
+
+/** A Stripe Checkout Session: its id, and the payment page to send the buyer to. */
+export function presentCheckout(link: CheckoutLink) {
+  return { id: link.id, url: link.url };
+}
+
+/** Stripe reads only the status; the outcome is for whoever looks at the delivery in its dashboard. */
+export function presentStripeReceipt(outcome: EventOutcome) {
+  return { received: true, outcome };
 }

@@ -7,22 +7,26 @@
  */
 import { InlineKeyboard } from 'grammy';
 import { freeBalance } from '../../shared/billing';
-import { refusalText } from '../../shared/telegram/refusal';
+import { AppError } from '../../shared/errors';
 import { Texts, TEXTS } from '../../shared/telegram/texts';
 import type { BotServices, Dialog, DialogContext } from '../context';
+import { lockedFeatures, lockedText } from '../menu';
+import { refusalKeyboard, refusalMessage, upgradeKeyboard } from '../refusals';
 import { formatParam, MEDIA_KINDS, MediaKind, mediaOptions, modelsFor, optionValue } from '../models';
 
 /** Waits for a button of this dialog; its ✖️ button leaves it. The answer's update id keys the generation. */
 async function choose(conversation: Dialog, texts: Texts, prefix: string, wanted: string): Promise<{ value: string; updateId: number }> {
   for (;;) {
     const answer = await conversation.waitFor('callback_query:data', { otherwise: (c) => c.reply(texts.useButtons) });
-    await answer.answerCallbackQuery();
     const data = answer.callbackQuery.data;
+    await answer.answerCallbackQuery(data === `${prefix}:short` ? { text: texts.unaffordableToast, show_alert: true } : undefined);
     if (data === `${prefix}:x`) {
       await answer.reply(texts.cancelled);
       return conversation.halt();
     }
     if (data.startsWith(wanted)) return { value: data.slice(wanted.length), updateId: answer.update.update_id };
+    // An option the balance cannot cover: say so on the button and keep waiting for another.
+    if (data === `${prefix}:short`) continue;
     await answer.reply(texts.useButtons);
   }
 }
@@ -41,12 +45,14 @@ export function mediaDialog(services: BotServices, kind: MediaKind): (conversati
       const models = modelsFor(catalog, a.plan, category).map((l) => ({ slug: l.model.slug, name: l.model.name, min: l.minTokenCost, max: l.maxTokenCost }));
       const preset = prefs?.imageModel && models.some((m) => m.slug === prefs.imageModel) ? prefs.imageModel : null;
       // A voice message needs OGG (Opus when the engine makes it); an image takes the chosen format.
-      return { language: a.language, models, preset, format: kind === 'voice' ? 'ogg' : (prefs?.imageFormat ?? null) };
+      const unlocking = models.length === 0 ? (lockedFeatures(catalog, plans, a.plan)[kind] ?? null) : null;
+      return { language: a.language, models, preset, unlocking, format: kind === 'voice' ? 'ogg' : (prefs?.imageFormat ?? null) };
     });
     const texts = TEXTS[info.language];
     const words = texts.dialogs[kind];
     if (info.models.length === 0) {
-      await ctx.reply(words.noModel);
+      if (info.unlocking) await ctx.reply(lockedText(texts, kind, info.unlocking), { reply_markup: upgradeKeyboard(texts) });
+      else await ctx.reply(words.noModel);
       return;
     }
     let slug = info.preset;
@@ -73,19 +79,23 @@ export function mediaDialog(services: BotServices, kind: MediaKind): (conversati
     const params: Record<string, string | number> = {};
     if (setup.format) params.format = setup.format;
     for (const option of setup.options) {
-      const priced = await conversation.external(() => {
+      const priced = await conversation.external(async () => {
+        const balance = freeBalance((await services.accountOf(from)).user);
         return option.values.map((value) => {
           try {
-            return { value, price: generations.price({ model: chosenSlug, params: { ...params, [option.param]: value }, topLevel: {} }).price };
+            const price = generations.price({ model: chosenSlug, params: { ...params, [option.param]: value }, topLevel: {} }).price;
+            return { value, price, affordable: price <= balance };
           } catch {
-            return { value, price: null };
+            return { value, price: null, affordable: true };
           }
         });
       });
       const keyboard = new InlineKeyboard();
       for (const v of priced) {
         const label = texts.optionLabel(option.param, v.value) + (v.price === null ? '' : ` · ${texts.tokensRange(v.price, v.price)}`);
-        keyboard.text(label, `${prefix}:o:${v.value}`).row();
+        // Marked before confirming, not refused after: the balance cannot cover this one.
+        if (v.affordable) keyboard.text(label, `${prefix}:o:${v.value}`).row();
+        else keyboard.text(texts.unaffordable(label), `${prefix}:short`).row();
       }
       keyboard.text(texts.cancel, `${prefix}:x`);
       await ctx.reply(texts.pickOption(option.param), { reply_markup: keyboard });
@@ -100,13 +110,20 @@ export function mediaDialog(services: BotServices, kind: MediaKind): (conversati
         const balance = freeBalance(a.user);
         return { ok: true as const, price, balance, name: model.name };
       } catch (error) {
-        const text = refusalText(error, texts, clock());
-        if (text === null) throw error;
-        return { ok: false as const, text };
+        const refusal = refusalMessage(error, texts, clock(), kind);
+        if (refusal === null) throw error;
+        return { ok: false as const, code: error instanceof AppError ? error.code : '', text: refusal.text };
       }
     });
     if (!quote.ok) {
-      await ctx.reply(quote.text);
+      // The keyboard is rebuilt here: a conversation's external() results are replayed as JSON.
+      const keyboard = refusalKeyboard(quote.code, texts, kind);
+      await ctx.reply(quote.text, keyboard ? { reply_markup: keyboard } : {});
+      return;
+    }
+    if (quote.price > quote.balance) {
+      // No Start button for what the balance cannot pay: the ways forward instead.
+      await ctx.reply(texts.insufficientTokens(quote.price, quote.balance), { reply_markup: refusalKeyboard('insufficient_tokens', texts, kind) });
       return;
     }
     const confirm = new InlineKeyboard().text(texts.confirm, `${prefix}:go`).text(texts.cancel, `${prefix}:x`);

@@ -6,8 +6,10 @@
 import { Bot, InlineKeyboard } from 'grammy';
 import { sendGenerationResult } from '../../shared/telegram/delivery';
 import { languageOf, LANGUAGES, textsFor } from '../../shared/telegram/texts';
-import type { BotContext, BotServices } from '../context';
-import { mainMenu } from '../menu';
+import type { LimitWindow } from '../../shared/telegram/texts';
+import type { WindowState } from '../../shared/limits';
+import type { Account, BotContext, BotServices } from '../context';
+import { lockedFeatures, mainMenu } from '../menu';
 import { chatModel, modelsFor } from '../models';
 import { IMAGE_FORMATS } from '../preferences';
 
@@ -24,8 +26,17 @@ export interface AccountViews {
 
 export function registerAccount(bot: Bot<BotContext>, services: BotServices): AccountViews {
   const { container, chats, preferences } = services;
-  const { catalog, users, history, generations, storage } = container;
+  const { catalog, plans, users, history, generations, storage, generationLimiter, clock, config } = container;
   const account = (ctx: BotContext) => services.account(ctx);
+
+  /** The plan's request windows; while Redis is unreachable /balance shows the tokens without them. */
+  async function limitWindows(a: Account): Promise<{ hour: LimitWindow | null; day: LimitWindow | null }> {
+    const snapshot = await generationLimiter.snapshot(a.user.id, a.plan).catch(() => ({ hour: null, day: null }));
+    const now = clock().getTime();
+    const view = (w: WindowState | null): LimitWindow | null =>
+      w && { remaining: w.remaining, limit: w.limit, resetsAt: new Date(now + w.resetSeconds * 1000).toISOString().slice(11, 16) };
+    return { hour: view(snapshot.hour), day: view(snapshot.day) };
+  }
 
   async function showBalance(ctx: BotContext): Promise<void> {
     const a = account(ctx);
@@ -37,6 +48,7 @@ export function registerAccount(bot: Bot<BotContext>, services: BotServices): Ac
         bonus: u.bonusTokens,
         held: u.heldTokens,
         nextRefill: u.nextRefillAt.toISOString().slice(0, 10),
+        ...(await limitWindows(a)),
       }),
     );
   }
@@ -97,13 +109,17 @@ export function registerAccount(bot: Bot<BotContext>, services: BotServices): Ac
 
   bot.command('start', async (ctx) => {
     const a = account(ctx);
-    await ctx.reply(a.texts.greeting(ctx.from?.first_name ?? a.user.name, a.isNew), { reply_markup: mainMenu(a.texts) });
+    const greeting = a.texts.greeting(ctx.from?.first_name ?? a.user.name, a.isNew, { name: a.plan.displayName, tokens: a.plan.tokenLimit });
+    await ctx.reply(greeting, { reply_markup: mainMenu(a.texts, lockedFeatures(catalog, plans, a.plan)) });
   });
   bot.command('help', showHelp);
   bot.command('link', async (ctx) => {
     const a = account(ctx);
     const code = await container.links.createCode(a.user.id);
-    await ctx.reply(a.texts.linkCode(code, 10));
+    const webUrl = `${config.publicBaseUrl}/`;
+    // Telegram refuses URL buttons to localhost addresses; the text carries the address anyway.
+    const button = /^https:\/\//.test(webUrl) ? { reply_markup: new InlineKeyboard().url(a.texts.openWeb, webUrl) } : {};
+    await ctx.reply(a.texts.linkCode(code, 10, webUrl), button);
   });
   bot.command('balance', showBalance);
   bot.command('history', showHistory);
@@ -126,7 +142,7 @@ export function registerAccount(bot: Bot<BotContext>, services: BotServices): Ac
     await users.updateSettings(a.user.id, { language });
     const texts = textsFor(language);
     await ctx.answerCallbackQuery({ text: texts.languageSet });
-    await ctx.reply(texts.languageSet, { reply_markup: mainMenu(texts) });
+    await ctx.reply(texts.languageSet, { reply_markup: mainMenu(texts, lockedFeatures(catalog, plans, a.plan)) });
   });
   bot.callbackQuery('set:models', async (ctx) => {
     await ctx.answerCallbackQuery();

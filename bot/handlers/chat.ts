@@ -5,6 +5,7 @@
 import type { Bot } from 'grammy';
 import { startChatTurn } from '../../shared/telegram/chat-turn';
 import type { BotContext, BotServices } from '../context';
+import { lockedFeatures, mainMenu } from '../menu';
 import { chatModel } from '../models';
 
 export function registerChat(bot: Bot<BotContext>, services: BotServices): { chatHint(ctx: BotContext): Promise<void> } {
@@ -24,9 +25,22 @@ export function registerChat(bot: Bot<BotContext>, services: BotServices): { cha
     await ctx.reply(model ? a.texts.chatHint(model.name) : a.texts.noTextModel);
   }
 
+  /**
+   * A command no handler took. In a private chat it is a person trying something: say what the
+   * bot can do rather than nothing. In a group it may be meant for another bot, so only one
+   * addressed to this bot by name (`/foo@thisbot`) gets the answer.
+   */
+  async function unknownCommand(ctx: BotContext, text: string): Promise<void> {
+    const [command = '/', target] = (text.split(/\s/, 1)[0] ?? '').split('@');
+    const addressed = ctx.chat?.type === 'private' || (target !== undefined && target.toLowerCase() === ctx.me.username.toLowerCase());
+    if (!addressed) return;
+    const a = services.account(ctx);
+    await ctx.reply(`${a.texts.unknownCommand(command)}\n\n${a.texts.help}`, { reply_markup: mainMenu(a.texts, lockedFeatures(container.catalog, container.plans, a.plan)) });
+  }
+
   bot.on('message:text', async (ctx) => {
     let text = ctx.message.text;
-    if (text.startsWith('/')) return; // an unknown command
+    if (text.startsWith('/')) return unknownCommand(ctx, text);
     if (ctx.me.username) text = text.replace(new RegExp(`@${ctx.me.username}\\b`, 'gi'), '').trim();
     if (!text) return;
     const a = services.account(ctx);

@@ -9,7 +9,7 @@
 import { Bot, InlineKeyboard } from 'grammy';
 import type { User as TelegramUser } from 'grammy/types';
 import { createConversation } from '@grammyjs/conversations';
-import { TEXTS } from '../../shared/telegram/texts';
+import { Texts, TEXTS } from '../../shared/telegram/texts';
 import type { BotContext, BotServices, Dialog, DialogContext } from '../context';
 import { DOWNLOAD_LIMIT_MB, downloadFile, extensionOf, FileTooBigError, overDownloadLimit, storeUpload } from '../files';
 import { PHOTO_TOOLS, PhotoTool, toolFromCaption, toolModel, transcriptionModel } from '../models';
@@ -34,6 +34,13 @@ function photoOf(message: NonNullable<BotContext['message']>): { fileId: string;
 
 export function registerMediaInput(bot: Bot<BotContext>, services: BotServices): void {
   const { container, api, store } = services;
+
+  /** What a failed download from Telegram tells the person: what failed, that nothing was charged, and to retry. */
+  function downloadFailure(error: unknown, texts: Texts, what: 'voice' | 'photo', chatId: string | number): string {
+    if (error instanceof FileTooBigError) return texts.fileTooBig(DOWNLOAD_LIMIT_MB);
+    container.log.warn({ err: error instanceof Error ? error.message : String(error), chatId }, 'downloading a file from Telegram failed');
+    return texts.downloadFailed(what);
+  }
   const { catalog } = container;
 
   async function uploadPhoto(fileId: string, mime: string): Promise<string> {
@@ -51,16 +58,17 @@ export function registerMediaInput(bot: Bot<BotContext>, services: BotServices):
       await api.sendMessage(asker.chatId, a.texts.noToolModel);
       return;
     }
+    // Say what is happening before the download: it can take a while, and it can fail.
+    const status = await api.sendMessage(asker.chatId, a.texts.working[tool]);
     let params: Record<string, string>;
     try {
       params = { image_url: await uploadPhoto(photo.fileId, photo.mime) };
       if (second) params.target_image_url = await uploadPhoto(second.fileId, second.mime);
     } catch (error) {
-      if (!(error instanceof FileTooBigError)) throw error;
-      await api.sendMessage(asker.chatId, a.texts.fileTooBig(DOWNLOAD_LIMIT_MB));
+      await api.editMessageText(asker.chatId, status.message_id, downloadFailure(error, a.texts, 'photo', asker.chatId));
       return;
     }
-    await services.startMedia(asker.from, asker.chatId, { model: model.slug, params, topLevel: {} }, key);
+    await services.startMedia(asker.from, asker.chatId, { model: model.slug, params, topLevel: {} }, key, status.message_id);
   }
 
   async function faceSwapDialog(conversation: Dialog, ctx: DialogContext, first: { fileId: string; mime: string }): Promise<void> {
@@ -165,22 +173,16 @@ export function registerMediaInput(bot: Bot<BotContext>, services: BotServices):
       await ctx.reply(a.texts.noSttModel);
       return;
     }
+    const status = await ctx.reply(a.texts.working.transcribe);
     let audioUrl: string;
     try {
       const bytes = await downloadFile(api, container, media.file_id);
       const mime = media.mime_type ?? (message.voice ? 'audio/ogg' : 'audio/mpeg');
       audioUrl = await storeUpload(container, bytes, mime, extensionOf(mime, message.voice ? 'ogg' : 'bin'));
     } catch (error) {
-      if (!(error instanceof FileTooBigError)) throw error;
-      await ctx.reply(a.texts.fileTooBig(DOWNLOAD_LIMIT_MB));
+      await ctx.api.editMessageText(ctx.chat.id, status.message_id, downloadFailure(error, a.texts, 'voice', ctx.chat.id));
       return;
     }
-    await services.startMedia(
-      ctx.from,
-      String(ctx.chat.id),
-      { model: model.slug, params: { audio_url: audioUrl }, topLevel: {} },
-      key,
-      a.texts.transcribing,
-    );
+    await services.startMedia(ctx.from, String(ctx.chat.id), { model: model.slug, params: { audio_url: audioUrl }, topLevel: {} }, key, status.message_id);
   });
 }

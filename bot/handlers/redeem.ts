@@ -84,4 +84,9 @@ export function registerRedeem(bot: Bot<BotContext>, services: BotServices): voi
     }
     await ctx.reply(await redeemFor(services, ctx.from, code));
   });
+  // The button refusals offer ("🎟 Redeem a code").
+  bot.callbackQuery('menu:redeem', async (ctx) => {
+    await ctx.answerCallbackQuery();
+    await ctx.conversation.enter(DIALOG);
+  });
 }

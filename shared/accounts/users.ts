@@ -5,7 +5,7 @@
 import type { EntityManager } from 'typeorm';
 import { addDays, addMonths, Clock } from '../clock';
 import type { Database } from '../db/database';
-import { ApiKey, Identity, IdentityKind, LedgerEntry, LedgerReason, Payment, User } from '../db/entities';
+import { ApiKey, Identity, IdentityKind, LedgerEntry, LedgerReason, Payment, StripeEvent, User } from '../db/entities';
 import { AppError } from '../errors';
 import { PlanName, PlanTable } from '../plans';
 import { Billing, splitTakeBack } from '../billing';
@@ -215,6 +215,7 @@ export class Users {
       await em.getRepository(LedgerEntry).update({ userId }, { userId: null });
       // Payments stay too (they are the record of money taken), anonymised like the ledger.
       await em.getRepository(Payment).update({ userId }, { userId: null });
+      await em.getRepository(StripeEvent).update({ userId }, { userId: null });
       await em.getRepository(ApiKey).delete({ userId });
       await em.getRepository(User).delete({ id: userId });
     });

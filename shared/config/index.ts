@@ -46,8 +46,8 @@ const commaList = optionalString.transform((v) =>
   v === undefined ? [] : v.split(',').map((s) => s.trim()).filter((s) => s.length > 0),
 );
 
-const port = optionalString.transform((v, ctx) => {
-  if (v === undefined) return 8080;
+const optionalPort = optionalString.transform((v, ctx) => {
+  if (v === undefined) return undefined;
   const n = Number(v);
   if (!Number.isInteger(n) || n < 0 || n > 65_535) {
     ctx.addIssue({ code: 'custom', message: 'must be a port number (0-65535)' });
@@ -55,6 +55,7 @@ const port = optionalString.transform((v, ctx) => {
   }
   return n;
 });
+const port = optionalPort.transform((v) => v ?? 8080);
 
 /** Upstreams an operator can enable with `<NAME>_API_KEY` and/or `<NAME>_BASE_URL`, and their default base URLs. */
 export const UPSTREAM_PROVIDERS = {
@@ -98,6 +99,7 @@ const EnvSchema = z.object({
     (v) => v === undefined || /^[A-Za-z0-9_-]{1,256}$/.test(v),
     'must be 1-256 characters of A-Z, a-z, 0-9, _ and - (what Telegram accepts as a secret_token)',
   ),
+  TELEGRAM_PAYMENTS_SUPPORT: optionalString.refine((v) => v === undefined || v.length <= 200, 'must be at most 200 characters'),
   OIDC_ISSUER: httpUrl,
   OIDC_CLIENT_ID: optionalString,
   OIDC_CLIENT_SECRET: optionalString,
@@ -111,6 +113,11 @@ const EnvSchema = z.object({
     (v) => v === undefined || /^whsec_[A-Za-z0-9+/]+={0,2}$/.test(v),
     'must be the whsec_<base64> signing secret of the provider',
   ),
+  STRIPE_SECRET_KEY: optionalString.refine((v) => v === undefined || /^(sk|rk)_[A-Za-z0-9_]+$/.test(v), 'must be a Stripe secret (sk_…) or restricted (rk_…) key'),
+  STRIPE_WEBHOOK_SECRET: optionalString.refine((v) => v === undefined || /^whsec_[A-Za-z0-9]+$/.test(v), "must be the endpoint's whsec_… signing secret"),
+  STRIPE_API_BASE: httpUrl,
+  STRIPE_SUCCESS_URL: httpUrl,
+  STRIPE_CANCEL_URL: httpUrl,
   PLANS_PATH: optionalString,
   CATALOG_PATH: optionalString,
   ASSISTANTS_PATH: optionalString,
@@ -123,6 +130,8 @@ const EnvSchema = z.object({
   AUTH_REGISTER_LIMIT_PER_MINUTE: positiveInt(10),
   AUTH_FORGOT_LIMIT_PER_HOUR: positiveInt(3),
   REDEEM_FAILED_ATTEMPTS_PER_HOUR: positiveInt(10),
+  METRICS_TOKEN: optionalString.refine((v) => v === undefined || v.length >= 16, 'must be at least 16 characters'),
+  METRICS_PORT: optionalPort,
 });
 
 export type DatabaseConfig =
@@ -151,6 +160,8 @@ export interface Config {
     webhookUrl: string | undefined;
     /** Telegram's `secret_token` for the webhook: BOT_WEBHOOK_SECRET, else derived from the token. */
     webhookSecret: string | undefined;
+    /** Whom /paysupport tells people to write to (a @username, an address): Telegram requires bots that sell to answer it. */
+    paymentsSupport: string | undefined;
   };
   oidc: {
     issuer: string | undefined;
@@ -174,8 +185,26 @@ export interface Config {
   providers: Record<string, UpstreamConfig>;
   /** Signing secret of Replicate's webhooks; set, predictions ask to be posted to `/api/v2/providers/replicate/webhook`. */
   replicateWebhook: { secret: string } | undefined;
+  /**
+   * Stripe Checkout (STRIPE_SECRET_KEY) and its webhook (STRIPE_WEBHOOK_SECRET), each enabled by
+   * its own secret. `apiBase` replaces https://api.stripe.com (a local fake in tests, a proxy);
+   * the URLs are where Checkout sends the buyer back to.
+   */
+  stripe: {
+    secretKey: string | undefined;
+    webhookSecret: string | undefined;
+    apiBase: string | undefined;
+    successUrl: string;
+    cancelUrl: string;
+  };
   /** Calls in flight per provider name (global with Redis, per process otherwise); absent = uncapped. */
   providerConcurrency: Record<string, number>;
+  /**
+   * Prometheus metrics: `token` (METRICS_TOKEN) opens GET /metrics to `Authorization: Bearer
+   * <token>` (unset: /metrics is 404); `port` (METRICS_PORT) serves them in processes without the
+   * API (worker, clock, bot), and needs the token.
+   */
+  metrics: { token: string | undefined; port: number | undefined };
 }
 
 /** Cap of each enabled upstream unless `<NAME>_MAX_CONCURRENCY` says otherwise. */
@@ -271,6 +300,9 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   if ((raw('OIDC_CLIENT_ID') === undefined) !== (raw('OIDC_ISSUER') === undefined)) {
     problems.push('OIDC_ISSUER and OIDC_CLIENT_ID: set both to enable identity-provider login, or neither');
   }
+  if (raw('METRICS_PORT') !== undefined && raw('METRICS_TOKEN') === undefined) {
+    problems.push('METRICS_PORT: needs METRICS_TOKEN (the metrics are served to Authorization: Bearer <METRICS_TOKEN> only)');
+  }
   const upstreams = upstreamsFrom(raw);
   const providerConcurrency = concurrencyFrom(env, Object.keys(upstreams), problems);
   if (!parsed.success || problems.length > 0) throw new ConfigError(problems);
@@ -296,6 +328,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       apiRoot: (e.TELEGRAM_API_ROOT ?? 'https://api.telegram.org').replace(/\/+$/, ''),
       webhookUrl: e.BOT_WEBHOOK_URL,
       webhookSecret: e.BOT_WEBHOOK_SECRET ?? (e.TELEGRAM_BOT_TOKEN ? derivedWebhookSecret(e.TELEGRAM_BOT_TOKEN) : undefined),
+      paymentsSupport: e.TELEGRAM_PAYMENTS_SUPPORT,
     },
     oidc: {
       issuer: e.OIDC_ISSUER?.replace(/\/+$/, ''),
@@ -323,6 +356,15 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     redeemFailuresPerHour: e.REDEEM_FAILED_ATTEMPTS_PER_HOUR,
     providers: upstreams,
     replicateWebhook: e.REPLICATE_WEBHOOK_SECRET ? { secret: e.REPLICATE_WEBHOOK_SECRET } : undefined,
+    stripe: {
+      secretKey: e.STRIPE_SECRET_KEY,
+      webhookSecret: e.STRIPE_WEBHOOK_SECRET,
+      apiBase: e.STRIPE_API_BASE?.replace(/\/+$/, ''),
+      // {CHECKOUT_SESSION_ID} is Stripe's template: it puts the session's id there.
+      successUrl: e.STRIPE_SUCCESS_URL ?? `${publicBaseUrl}/?checkout=success&session_id={CHECKOUT_SESSION_ID}`,
+      cancelUrl: e.STRIPE_CANCEL_URL ?? `${publicBaseUrl}/?checkout=cancelled`,
+    },
     providerConcurrency,
+    metrics: { token: e.METRICS_TOKEN, port: e.METRICS_PORT },
   };
 }

@@ -54,6 +54,25 @@ export class Database {
     return run;
   }
 
+  /**
+   * The MySQL pool's use, for the metrics: connections open, idle, requests waiting for one, and
+   * the limit. mysql2 exposes no API for it, so its fields are read defensively; null on SQLite
+   * (one connection, no pool) or when they are not there.
+   */
+  poolUsage(): { open: number; idle: number; waiting: number; limit: number } | null {
+    if (this.dialect !== 'mysql') return null;
+    const pool = (this.source.driver as unknown as { pool?: unknown }).pool as
+      | { _allConnections?: { length: number }; _freeConnections?: { length: number }; _connectionQueue?: { length: number }; config?: { connectionLimit?: number } }
+      | undefined;
+    if (!pool?._allConnections || !pool._freeConnections || !pool._connectionQueue) return null;
+    return {
+      open: pool._allConnections.length,
+      idle: pool._freeConnections.length,
+      waiting: pool._connectionQueue.length,
+      limit: Number(pool.config?.connectionLimit ?? 0),
+    };
+  }
+
   /** For reads outside a transaction. */
   get manager(): EntityManager {
     return this.source.manager;

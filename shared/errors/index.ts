@@ -37,6 +37,12 @@ export const errorCatalogue = {
   redemption_code_already_redeemed: { status: 409, detail: 'This account has already redeemed this code' },
   // Paying would end the better plan at once (a payment for another plan starts it now).
   plan_downgrade_not_allowed: { status: 409, detail: 'A lower plan cannot be bought while a higher plan is running' },
+  // Stripe: a webhook whose Stripe-Signature does not verify (400, as Stripe's own examples answer
+  // it); Stripe's API failing a checkout (nothing the client can fix); a refund notified before the
+  // payment it refunds (5xx so that Stripe retries it, by which time the payment is in).
+  invalid_stripe_signature: { status: 400, detail: 'Invalid Stripe-Signature' },
+  payment_provider_error: { status: 502, detail: 'The payment provider failed to answer; try again later' },
+  payment_not_yet_credited: { status: 503, detail: 'The payment this refund belongs to has not been credited yet; retry later' },
   // A generation that failed, as the OpenAI- and Anthropic-compatible endpoints answer it (they
   // have no "failed" result to return, only an error); the detail is the generation's error.
   generation_refused: { status: 400, detail: 'The request was refused under the content policy' },

@@ -5,6 +5,7 @@
 import type { CatalogModel } from '../catalog/types';
 import type { Generation } from '../db/entities';
 import type { Logger } from '../log';
+import type { Metrics, ProviderRetryReason } from '../observability/metrics';
 import type { ProviderSlots, ReleaseSlot } from '../providers/concurrency';
 import type { ProviderRegistry } from '../providers/registry';
 import { CallOptions, InputProblem, ProviderAdapter, ProviderError } from '../providers/types';
@@ -43,7 +44,27 @@ export class ProviderCalls {
     private readonly storage: Storage,
     private readonly inputs: InputFetcher,
     private readonly log: Logger,
+    private readonly metrics: Metrics,
   ) {}
+
+  /** Times one provider call for the metrics, with the kind of its failure. */
+  async timed<T>(provider: string, category: string, signal: AbortSignal, call: () => Promise<T>): Promise<T> {
+    const startedAt = performance.now();
+    try {
+      const result = await call();
+      this.called(provider, category, startedAt, null, signal);
+      return result;
+    } catch (error) {
+      this.called(provider, category, startedAt, error, signal);
+      throw error;
+    }
+  }
+
+  /** Records a provider call begun at `startedAt` (performance.now()) that ended now; `error` null when it succeeded. */
+  called(provider: string, category: string, startedAt: number, error: unknown, signal: AbortSignal): void {
+    const kind = error === null ? null : error instanceof ProviderError ? error.kind : signal.aborted ? 'timeout' : 'internal';
+    this.metrics.providerCall(provider, category, (performance.now() - startedAt) / 1000, kind);
+  }
 
   /** A slot of the provider, or ProviderBusyError when none freed up within `waitMs`. */
   async slotOf(provider: string, waitMs: number, signal: AbortSignal): Promise<ReleaseSlot> {
@@ -72,19 +93,24 @@ export class ProviderCalls {
 
   /**
    * Calls the provider (falling back to the next one when one is unavailable), within that
-   * provider's concurrency cap: waits at most `slotWaitMs` for a slot.
+   * provider's concurrency cap: waits at most `slotWaitMs` for a slot. `retry`: this run repeats a
+   * failed one (counted for the metrics, as a fallback is).
    */
-  async execute(generation: Generation, model: CatalogModel, options: CallOptions, slotWaitMs: number): Promise<Outcome> {
+  async execute(generation: Generation, model: CatalogModel, options: CallOptions, slotWaitMs: number, retry?: ProviderRetryReason): Promise<Outcome> {
     const input = await readInput(generation, this.storage);
     const candidates = this.candidates(model);
     if (candidates.length === 0) throw new ProviderError('unavailable', `no provider is configured for ${model.slug}`);
     let lastError: unknown;
-    for (const candidate of candidates) {
+    for (const [index, candidate] of candidates.entries()) {
       const release = await this.slotOf(candidate.adapter.name, slotWaitMs, options.signal);
       try {
+        const retryReason = index > 0 ? 'fallback' : retry;
+        if (retryReason) this.metrics.providerRetry(candidate.adapter.name, retryReason);
         // A fallback runs the same tool under another upstream id: the tool keeps its own name.
         const config = model.category === 'tool' ? { ...model.config, tool: model.config.tool ?? model.upstreamModel } : model.config;
-        return await executeCategory(candidate.adapter, { ...model, upstreamModel: candidate.upstreamModel, config }, input, options, this.inputs);
+        return await this.timed(candidate.adapter.name, model.category, options.signal, () =>
+          executeCategory(candidate.adapter, { ...model, upstreamModel: candidate.upstreamModel, config }, input, options, this.inputs),
+        );
       } catch (error) {
         lastError = error;
         const fallThrough = error instanceof ProviderError && error.kind === 'unavailable' && !options.signal.aborted;

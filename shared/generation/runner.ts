@@ -20,6 +20,7 @@ import type { CompletionSet, FailureSet, GenerationStore } from './store';
 import { textMetadata, ToolCallAssembly } from './tool-calls';
 import type { DeferredRun, EndFacts, Ended, FailureKind, GenerationEndListener, InputFetcher, Outcome, StreamPart } from './types';
 import { jobIds } from '../queue/job-ids';
+import { Metrics } from '../observability/metrics';
 
 const UNKNOWN: EndFacts = { hasWebhooks: null };
 
@@ -51,8 +52,9 @@ export class GenerationRunner {
     private readonly log: Logger,
     slots: ProviderSlots,
     private readonly leases: LeaseTimings = LEASES,
+    private readonly metrics: Metrics = new Metrics({ defaultMetrics: false }),
   ) {
-    this.calls = new ProviderCalls(providers, slots, storage, inputs, log);
+    this.calls = new ProviderCalls(providers, slots, storage, inputs, log, metrics);
   }
 
   onEnd(listener: GenerationEndListener): void {
@@ -196,7 +198,7 @@ export class GenerationRunner {
     for (let attempt = 1; ; attempt++) {
       try {
         // The request waits for a slot within the model's timeout: it holds no worker slot meanwhile.
-        const outcome = await this.calls.execute(generation, model, { signal: combined }, model.timeoutSeconds * 1000);
+        const outcome = await this.calls.execute(generation, model, { signal: combined }, model.timeoutSeconds * 1000, attempt > 1 ? 'retry' : undefined);
         return (await this.complete(generation, outcome)) ?? { generation: await this.reload(generation.id), balance: null };
       } catch (caught) {
         const error = busyAsRateLimited(caught);
@@ -215,8 +217,10 @@ export class GenerationRunner {
           }
           if (!combined.aborted) continue;
         }
+        // Read before failing: failing aborts the run's own signal.
+        const bug = !(error instanceof ProviderError) && !combined.aborted;
         const failed = await this.fail(generation.id, failureOf(error, combined));
-        if (!(error instanceof ProviderError) && !combined.aborted) this.log.error({ err: error, generationId: generation.id }, 'generation failed');
+        if (bug) this.log.error({ err: error, generationId: generation.id }, 'generation failed');
         return { generation: failed ?? (await this.reload(generation.id)), balance: null };
       }
     }
@@ -238,12 +242,15 @@ export class GenerationRunner {
     let usage: Usage | null = null;
     let release: ReleaseSlot | null = null;
     let ended: Ended | null = null;
+    /** When the provider's stream began, until its end was recorded for the metrics. */
+    let streamStartedAt: number | null = null;
     try {
       const input = await readInput(generation, this.storage);
       if (!candidate?.adapter.text) throw new ProviderError('unavailable', `no provider is configured for ${model.slug}`);
       release = await this.calls.slotOf(candidate.adapter.name, model.timeoutSeconds * 1000, combined).catch((error: unknown) => {
         throw busyAsRateLimited(error);
       });
+      streamStartedAt = performance.now();
       const chunks = candidate.adapter.text.stream(textRequest({ ...model, upstreamModel: candidate.upstreamModel }, input), { signal: combined });
       for await (const chunk of chunks) {
         if (combined.aborted) break;
@@ -263,6 +270,8 @@ export class GenerationRunner {
       }
       if (signal.aborted) throw new ProviderError('timeout', 'Client disconnected before the end of the stream');
       if (combined.aborted) throw new ProviderError('timeout', 'The model did not answer in time');
+      this.calls.called(candidate.adapter.name, model.category, streamStartedAt, null, combined);
+      streamStartedAt = null;
       const calls = toolCalls.calls(candidate.adapter.name);
       ended = await this.complete(generation, {
         provider: candidate.adapter.name,
@@ -274,8 +283,11 @@ export class GenerationRunner {
         seed: null,
       });
     } catch (error) {
+      if (streamStartedAt !== null && candidate) this.calls.called(candidate.adapter.name, model.category, streamStartedAt, error, combined);
+      // Read before failing: failing aborts the run's own signal.
+      const bug = !(error instanceof ProviderError) && !combined.aborted;
       await this.fail(generation.id, failureOf(error, combined));
-      if (!(error instanceof ProviderError) && !combined.aborted) this.log.error({ err: error, generationId: generation.id }, 'stream failed');
+      if (bug) this.log.error({ err: error, generationId: generation.id }, 'stream failed');
     } finally {
       run.done();
       await release?.();
@@ -313,7 +325,7 @@ export class GenerationRunner {
           lastProgress = rounded;
           void this.store.saveProgress(generationId, rounded).catch(() => undefined);
         },
-      }, JOB_SLOT_WAIT_MS);
+      }, JOB_SLOT_WAIT_MS, context.attempt > 1 ? 'job_retry' : undefined);
       await this.complete(generation, outcome);
       return null;
     } catch (error) {

@@ -20,6 +20,7 @@ import { Generation, User } from '../db/entities';
 import { AppError } from '../errors';
 import type { GenerationLimiter, LimitSnapshot } from '../limits';
 import type { Logger } from '../log';
+import { bindGeneration } from '../observability/context';
 import type { Plan, PlanTable } from '../plans';
 import type { Queue } from '../queue/types';
 import type { Storage } from '../storage';
@@ -350,6 +351,8 @@ export class Generations {
       throw new AppError('insufficient_tokens', { extra: { price, available: freeBalance(user) } });
     }
     row.id = held.id;
+    // The request's later log lines (and the jobs it queues) carry the generation's id.
+    bindGeneration(row.id);
     let generation: Generation = row;
     if (this.violatesPolicy(userTexts(input))) generation = (await runner.fail(generation.id, { message: CONTENT_POLICY_ERROR, kind: 'content_policy' })) ?? generation;
     return { generation, model, replay: false, limits: limit.snapshot };

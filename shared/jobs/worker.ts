@@ -9,6 +9,7 @@
  */
 import type { Container } from '../container';
 import type { Stoppable } from '../lifecycle';
+import { instrumentJobs } from './instrument';
 import { buildJobTable } from './table';
 import { jobIds } from '../queue/job-ids';
 
@@ -31,7 +32,7 @@ export async function sweepPending(container: Container, options: { lapsedOnly?:
 }
 
 export async function startWorker(container: Container): Promise<Stoppable> {
-  container.queue.startProcessing(buildJobTable(container));
+  container.queue.startProcessing(instrumentJobs(buildJobTable(container), container.metrics, container.log));
   await sweepPending(container);
   const every = (ms: number, lapsedOnly: boolean): NodeJS.Timeout => {
     const timer = setInterval(() => {

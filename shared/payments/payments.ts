@@ -124,8 +124,13 @@ export class Payments {
    * is credited, and the money needs a manual refund.
    */
   async creditPurchase(purchase: Purchase): Promise<CreditOutcome> {
+    return this.credit(this.creditOfPurchase(purchase));
+  }
+
+  /** What crediting `purchase` writes (for `creditIn` in a caller's transaction); 404 for an unknown product. */
+  creditOfPurchase(purchase: Purchase): PaymentCredit {
     const product = this.products.get(purchase.productId);
-    return this.credit({
+    return {
       provider: purchase.provider,
       externalId: purchase.externalId,
       userId: purchase.userId,
@@ -133,7 +138,7 @@ export class Payments {
       productId: product.id,
       redemptionCodeId: null,
       paid: { amount: purchase.paid.amount, currency: purchase.paid.currency },
-    });
+    };
   }
 
   /** `creditIn` in a transaction of its own, a duplicate answered with the first payment. */
@@ -202,19 +207,22 @@ export class Payments {
    */
   async reverse(refund: Refund): Promise<ReversalOutcome> {
     const now = this.clock();
-    return this.db.transaction(async (em) => {
-      const payments = em.getRepository(Payment);
-      const found = await payments.findOneBy({ provider: refund.provider, externalId: refund.externalId });
-      if (!found) return { status: 'not_found' };
-      // The row's one move from credited to reversed: only the reversal that makes it goes on.
-      const won = await runInTransaction(em, {
-        sql: "UPDATE payments SET status = 'reversed', reversed_at = :now, refund_reference = :refundReference WHERE id = :id AND status = 'credited'",
-        params: { id: found.id, now, refundReference: refund.refundReference ?? null },
-      });
-      if (won.affected !== 1) return { status: 'already_reversed', payment: await payments.findOneByOrFail({ id: found.id }) };
-      const plan = await this.takeBack(em, found, now);
-      return { status: 'reversed', payment: await payments.findOneByOrFail({ id: found.id }), plan };
+    return this.db.transaction((em) => this.reverseIn(em, refund, now));
+  }
+
+  /** `reverse` inside the caller's transaction (the Stripe webhook records its event beside it). */
+  async reverseIn(em: EntityManager, refund: Refund, now: Date): Promise<ReversalOutcome> {
+    const payments = em.getRepository(Payment);
+    const found = await payments.findOneBy({ provider: refund.provider, externalId: refund.externalId });
+    if (!found) return { status: 'not_found' };
+    // The row's one move from credited to reversed: only the reversal that makes it goes on.
+    const won = await runInTransaction(em, {
+      sql: "UPDATE payments SET status = 'reversed', reversed_at = :now, refund_reference = :refundReference WHERE id = :id AND status = 'credited'",
+      params: { id: found.id, now, refundReference: refund.refundReference ?? null },
     });
+    if (won.affected !== 1) return { status: 'already_reversed', payment: await payments.findOneByOrFail({ id: found.id }) };
+    const plan = await this.takeBack(em, found, now);
+    return { status: 'reversed', payment: await payments.findOneByOrFail({ id: found.id }), plan };
   }
 
   async find(provider: PaymentProvider, externalId: string): Promise<Payment | null> {

@@ -6,8 +6,10 @@
 import type BeeQueue from 'bee-queue';
 import { RecoveringBeeQueue } from './recovering-bee';
 import type { Logger } from '../log';
+import { outsideLogContext, runWithLogContext } from '../observability/context';
 import { jobSettings } from './settings';
-import type { EnqueueOptions, JobName, JobPayloads, JobTable, Queue } from './types';
+import { jobLogContext, withTrace } from './trace';
+import type { EnqueueOptions, JobName, JobPayloads, JobTable, Queue, QueueDepth } from './types';
 
 type Payload = JobPayloads[JobName];
 
@@ -29,7 +31,8 @@ export class BeeQueueBackend implements Queue {
   private queue(name: JobName): BeeQueue<Payload> {
     let queue = this.queues.get(name);
     if (!queue) {
-      queue = new RecoveringBeeQueue<Payload>(name, {
+      // Its connections outlive the request that may open it: their log lines are no request's.
+      queue = outsideLogContext(() => new RecoveringBeeQueue<Payload>(name, {
         prefix: `${this.prefix}:bq`,
         redis: { url: this.redisUrl },
         isWorker: this.isWorker,
@@ -39,7 +42,7 @@ export class BeeQueueBackend implements Queue {
         removeOnSuccess: true,
         removeOnFailure: true,
         stallInterval: STALL_INTERVAL_MS,
-      });
+      }));
       queue.on('error', (error: Error) => this.log.warn({ queue: name, err: error.message }, 'queue error'));
       this.queues.set(name, queue);
     }
@@ -49,7 +52,7 @@ export class BeeQueueBackend implements Queue {
   async enqueue<N extends JobName>(name: N, payload: JobPayloads[N], options: EnqueueOptions = {}): Promise<void> {
     const settings = jobSettings[name];
     const job = this.queue(name)
-      .createJob(payload)
+      .createJob(withTrace(payload, options.delayMs))
       .retries(settings.retries)
       .backoff('exponential', settings.backoffMs)
       .timeout(settings.timeoutMs);
@@ -65,7 +68,7 @@ export class BeeQueueBackend implements Queue {
       const definition = table[name] as JobTable[JobName];
       const queue = this.queue(name);
       void queue.checkStalledJobs(STALL_INTERVAL_MS);
-      queue.process(definition.concurrency, async (job) => {
+      queue.process(definition.concurrency, (job) => runWithLogContext(jobLogContext(name, job.data), async () => {
         const controller = new AbortController();
         this.controllers.add(controller);
         const timer = setTimeout(() => controller.abort(new Error(`job ${name} timed out`)), definition.timeoutMs);
@@ -90,8 +93,17 @@ export class BeeQueueBackend implements Queue {
           clearTimeout(timer);
           this.controllers.delete(controller);
         }
-      });
+      }));
     }
+  }
+
+  async depth(): Promise<QueueDepth[]> {
+    return Promise.all(
+      [...this.queues].map(async ([queue, bee]) => {
+        const health = await bee.checkHealth();
+        return { queue, waiting: health.waiting, delayed: health.delayed };
+      }),
+    );
   }
 
   async close(): Promise<void> {

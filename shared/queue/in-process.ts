@@ -5,8 +5,10 @@
  * recovery sweep re-enqueues pending generations from the database at boot.
  */
 import type { Logger } from '../log';
+import { runWithLogContext } from '../observability/context';
 import { jobSettings } from './settings';
-import type { EnqueueOptions, JobDefinition, JobName, JobPayloads, JobTable, Queue } from './types';
+import { jobLogContext, withTrace } from './trace';
+import type { EnqueueOptions, JobDefinition, JobName, JobPayloads, JobTable, Queue, QueueDepth } from './types';
 
 interface Entry {
   name: JobName;
@@ -24,6 +26,7 @@ export class InProcessQueue implements Queue {
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly controllers = new Set<AbortController>();
   private readonly inFlight = new Set<Promise<void>>();
+  private readonly delayed = new Map<JobName, number>();
   private closed = false;
 
   constructor(private readonly log: Logger) {}
@@ -34,7 +37,7 @@ export class InProcessQueue implements Queue {
       if (this.knownIds.has(options.jobId)) return;
       this.knownIds.add(options.jobId);
     }
-    const entry: Entry = { name, payload, jobId: options.jobId, attempt: 1 };
+    const entry: Entry = { name, payload: withTrace(payload, options.delayMs), jobId: options.jobId, attempt: 1 };
     if (options.delayMs && options.delayMs > 0) this.later(entry, options.delayMs);
     else this.waiting.push(entry);
     this.pump();
@@ -45,8 +48,18 @@ export class InProcessQueue implements Queue {
     this.pump();
   }
 
+  async depth(): Promise<QueueDepth[]> {
+    return (Object.keys(jobSettings) as JobName[]).map((queue) => ({
+      queue,
+      waiting: this.waiting.filter((entry) => entry.name === queue).length,
+      delayed: this.delayed.get(queue) ?? 0,
+    }));
+  }
+
   private later(entry: Entry, delayMs: number): void {
+    this.delayed.set(entry.name, (this.delayed.get(entry.name) ?? 0) + 1);
     const timer = setTimeout(() => {
+      this.delayed.set(entry.name, (this.delayed.get(entry.name) ?? 1) - 1);
       this.timers.delete(timer);
       this.waiting.push(entry);
       this.pump();
@@ -65,7 +78,8 @@ export class InProcessQueue implements Queue {
       }
       this.waiting.splice(i, 1);
       this.running.set(entry.name, busy + 1);
-      const run = this.run(entry).finally(() => {
+      // Under the context the job travelled with, not that of whoever happened to pump.
+      const run = runWithLogContext(jobLogContext(entry.name, entry.payload), () => this.run(entry)).finally(() => {
         this.inFlight.delete(run);
         this.running.set(entry.name, (this.running.get(entry.name) ?? 1) - 1);
         this.pump();
@@ -122,6 +136,7 @@ export class InProcessQueue implements Queue {
     this.closed = true;
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();
+    this.delayed.clear();
     const deadline = new Promise((r) => setTimeout(r, 10_000).unref());
     await Promise.race([Promise.allSettled([...this.inFlight]), deadline]);
     for (const controller of this.controllers) controller.abort(new Error('worker shutting down'));

@@ -49,9 +49,20 @@ export interface EnqueueOptions {
   delayMs?: number;
 }
 
+/** Jobs waiting in one queue (with Redis: the whole deployment's). */
+export interface QueueDepth {
+  queue: JobName;
+  /** Due and not started. */
+  waiting: number;
+  /** Waiting for their delay (a backoff, a busy provider). */
+  delayed: number;
+}
+
 export interface Queue {
   readonly kind: 'in-process' | 'redis';
   enqueue<N extends JobName>(name: N, payload: JobPayloads[N], options?: EnqueueOptions): Promise<void>;
+  /** For the metrics: the queues this process has opened. */
+  depth(): Promise<QueueDepth[]>;
   /** Starts processing with this table (only worker roles call it). */
   startProcessing(table: JobTable): void;
   close(): Promise<void>;

@@ -4,6 +4,8 @@
  * (a text message) and the worker (the transcript of a voice message) start turns, so it lives here.
  */
 import type { Api } from 'grammy';
+import type { Assistant, Assistants } from '../assistants';
+import { AppError } from '../errors';
 import type { Catalog, CatalogModel, ModelListing } from '../catalog';
 import type { Category } from '../catalog/types';
 import type { Clock } from '../clock';
@@ -14,6 +16,7 @@ import type { Plan } from '../plans';
 import type { ChatMessage } from '../providers/types';
 import type { Queue } from '../queue/types';
 import type { BotDeliveries } from './deliveries';
+import { PERSONA_TEXTS } from './persona-texts';
 import { refusalText } from './refusal';
 import type { ChatStates, ChatTurn } from './state';
 import { Language, TEXTS } from './texts';
@@ -22,6 +25,13 @@ import { Language, TEXTS } from './texts';
 const CHARS_PER_TOKEN = 4;
 const HISTORY_SHARE = 0.75;
 const DEFAULT_HISTORY_CHARS = 48_000;
+
+/** A text persona's own model when the plan allows it (else the chat's model runs with its prompt). */
+function personaModel(catalog: Catalog, plan: Plan, persona: Assistant | undefined): CatalogModel | null {
+  if (!persona) return null;
+  const listing = modelsFor(catalog, plan, 'text').find((l) => l.model.slug === persona.model);
+  return listing?.model ?? null;
+}
 
 /** The offered models of a category the plan allows, cheapest first. */
 export function modelsFor(catalog: Catalog, plan: Plan, category: Category): ModelListing[] {
@@ -57,6 +67,7 @@ export function trimToContext(history: ChatTurn[], text: string, model: CatalogM
 /** What starting a chat turn needs (the container's parts of these names). */
 export interface ChatTurnDeps {
   catalog: Catalog;
+  assistants: Pick<Assistants, 'find'>;
   generations: Pick<Generations, 'start'>;
   queue: Pick<Queue, 'enqueue'>;
   clock: Clock;
@@ -81,7 +92,8 @@ export async function startChatTurn(deps: ChatTurnDeps, api: Api, turn: ChatTurn
   const { catalog, generations, queue, clock, chats, botDeliveries: deliveries } = deps;
   const texts = TEXTS[turn.language];
   const state = await chats.load(turn.chatId);
-  const model = chatModel(catalog, turn.plan, state.textModel);
+  const persona = state.assistantId ? deps.assistants.find(state.assistantId) : undefined;
+  const model = personaModel(catalog, turn.plan, persona) ?? chatModel(catalog, turn.plan, state.textModel);
   if (!model) {
     await api.sendMessage(turn.chatId, texts.noTextModel);
     return;
@@ -92,7 +104,13 @@ export async function startChatTurn(deps: ChatTurnDeps, api: Api, turn: ChatTurn
     const placeholder = await api.sendMessage(turn.chatId, texts.thinking, turn.replyTo ? { reply_parameters: { message_id: turn.replyTo } } : {});
     return deliveries.create({ generationId: generation.id, chatId: turn.chatId, messageId: placeholder.message_id, kind: 'chat', language: turn.language, prompt: turn.text });
   };
-  const request: GenerateRequest = { model: model.slug, messages: trimToContext(state.history, turn.text, model), topLevel: {} };
+  // The persona's system prompt and default parameters are applied by the pipeline, once, as for the API.
+  const request: GenerateRequest = {
+    model: model.slug,
+    messages: trimToContext(state.history, turn.text, model),
+    ...(persona ? { assistant_id: persona.id } : {}),
+    topLevel: {},
+  };
   let started;
   try {
     // Queued as a `bot.chat` job, which streams the reply into the placeholder.
@@ -104,6 +122,14 @@ export async function startChatTurn(deps: ChatTurnDeps, api: Api, turn: ChatTurn
       beforeRun: announce,
     });
   } catch (error) {
+    if (persona && error instanceof AppError && error.code === 'not_found') {
+      // Uninstalled elsewhere (the web, the API) since it was chosen: back to the plain chat, said once.
+      await chats.update(turn.chatId, (s) => {
+        s.assistantId = null;
+      });
+      await api.sendMessage(turn.chatId, PERSONA_TEXTS[turn.language].gone(persona.name));
+      return;
+    }
     const refusal = refusalText(error, texts, clock());
     if (refusal === null) throw error;
     await api.sendMessage(turn.chatId, refusal);

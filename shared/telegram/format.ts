@@ -5,21 +5,68 @@
 
 export const MESSAGE_LIMIT = 4096;
 
-/** Splits at the last paragraph break, line break or space before the limit (else hard). */
+/** Room kept in each part for the fence that closes a code block cut in two. */
+const FENCE_CLOSE = '\n```';
+
+/** The opening line of the code fence still open at the end of `text` (e.g. "```ts"), or null. */
+function openFence(text: string): string | null {
+  let open: string | null = null;
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('```')) continue;
+    open = open === null ? line.slice(0, 32) : null;
+  }
+  return open;
+}
+
+/** The last position of `needle` in `window` at or after `from`, or -1. */
+function lastAt(window: string, needle: string | RegExp, from: number): number {
+  if (typeof needle === 'string') {
+    const at = window.lastIndexOf(needle);
+    return at >= from ? at : -1;
+  }
+  let found = -1;
+  for (const m of window.matchAll(needle)) if (m.index >= from) found = m.index;
+  return found;
+}
+
+/**
+ * Splits a Markdown answer into messages of at most `limit` characters: at a paragraph break, else
+ * before a code block, else at a line break or a space (else hard, never inside a surrogate
+ * pair). A code block cut in two is closed at the end of one part and opened again, with its
+ * language, at the start of the next, so each message renders as code and keeps its indentation.
+ */
 export function splitMessage(text: string, limit = MESSAGE_LIMIT): string[] {
   const parts: string[] = [];
   let rest = text;
   while (rest.length > limit) {
-    const window = rest.slice(0, limit);
-    let cut = window.lastIndexOf('\n\n');
-    if (cut < limit / 2) cut = window.lastIndexOf('\n');
-    if (cut < limit / 2) cut = window.lastIndexOf(' ');
-    if (cut < limit / 2) cut = limit;
-    // Never split a surrogate pair.
-    const code = rest.charCodeAt(cut - 1);
-    if (cut === limit && code >= 0xd800 && code <= 0xdbff) cut -= 1;
-    parts.push(rest.slice(0, cut));
-    rest = rest.slice(cut).replace(/^[ \n]+/, '');
+    const window = rest.slice(0, limit - FENCE_CLOSE.length);
+    const half = Math.floor(limit / 2);
+    const paragraph = (() => {
+      // A paragraph break counts only outside code, where it ends a paragraph.
+      for (let at = window.lastIndexOf('\n\n'); at >= half; at = window.lastIndexOf('\n\n', at - 1)) if (openFence(window.slice(0, at)) === null) return at;
+      return -1;
+    })();
+    let cut = paragraph;
+    if (cut < 0) cut = lastAt(window, /\n(?=```)/g, half);
+    if (cut < 0) cut = lastAt(window, '\n', half);
+    if (cut < 0) cut = lastAt(window, ' ', half);
+    if (cut < 0) {
+      cut = window.length;
+      const code = rest.charCodeAt(cut - 1);
+      if (code >= 0xd800 && code <= 0xdbff) cut -= 1;
+    }
+    let part = rest.slice(0, cut);
+    let next = rest.slice(cut);
+    const fence = openFence(part);
+    if (fence === null) {
+      next = next.replace(/^[ \n]+/, '');
+    } else {
+      // Inside code only the line break at the cut goes: leading spaces are indentation.
+      part += FENCE_CLOSE;
+      next = `${fence}\n${next.replace(/^\n/, '')}`;
+    }
+    parts.push(part);
+    rest = next;
   }
   if (rest.length > 0 || parts.length === 0) parts.push(rest);
   return parts;

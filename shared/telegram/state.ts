@@ -85,6 +85,8 @@ export interface ChatState {
   textModel: string | null;
   /** The person blocked the bot: deliveries stop until they write again. */
   blocked: boolean;
+  /** The persona (/mode): an installed assistant whose system prompt (and model) the chat uses; /new keeps it. */
+  assistantId: string | null;
 }
 
 const CHAT_STATE_VERSION = 1;
@@ -94,7 +96,7 @@ const MAX_TURNS = 100;
 const CHAT_TTL_SECONDS = 90 * 86_400;
 
 export function emptyChatState(): ChatState {
-  return { history: [], textModel: null, blocked: false };
+  return { history: [], textModel: null, blocked: false, assistantId: null };
 }
 
 function isTurn(value: unknown): value is ChatTurn {
@@ -109,12 +111,13 @@ export class ChatStates {
     const raw = await this.store.get(`chat:${chatId}`);
     if (!raw) return emptyChatState();
     try {
-      const parsed = JSON.parse(raw) as { v?: number; history?: unknown; textModel?: unknown; blocked?: unknown };
+      const parsed = JSON.parse(raw) as { v?: number; history?: unknown; textModel?: unknown; blocked?: unknown; assistantId?: unknown };
       if (parsed.v !== CHAT_STATE_VERSION) return emptyChatState();
       return {
         history: Array.isArray(parsed.history) ? parsed.history.filter(isTurn) : [],
         textModel: typeof parsed.textModel === 'string' ? parsed.textModel : null,
         blocked: parsed.blocked === true,
+        assistantId: typeof parsed.assistantId === 'string' ? parsed.assistantId : null,
       };
     } catch {
       return emptyChatState();

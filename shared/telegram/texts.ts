@@ -3,16 +3,28 @@
  * `user.language` (set from Telegram's language code at first contact, changeable in /settings).
  */
 
-export const LANGUAGES = ['en', 'ru'] as const;
-export type Language = (typeof LANGUAGES)[number];
+import { LANGUAGES, Language, languageOf } from './language';
+import { counted, countedRange } from './plurals';
+import { STARS_TEXTS, StarsTexts } from './stars-texts';
+
+export { LANGUAGES, languageOf };
+export type { Language };
 export type DialogKind = 'image' | 'video' | 'music' | 'voice';
 
-export function languageOf(value: string | null | undefined): Language {
-  return value?.toLowerCase().startsWith('ru') ? 'ru' : 'en';
+/** A plan's request window as /balance shows it: what is left and when it starts over (HH:MM UTC). */
+export interface LimitWindow {
+  remaining: number;
+  limit: number;
+  resetsAt: string;
 }
 
 export interface Texts {
-  greeting(name: string, isNew: boolean): string;
+  greeting(name: string, isNew: boolean, plan: { name: string; tokens: number }): string;
+  /** An unknown command: what the bot can do (the menu follows). */
+  unknownCommand(command: string): string;
+  /** A feature no model of the plan offers, and the lowest plan that has one. */
+  locked(feature: string, plan: string | null): string;
+  lockedLabel(label: string, plan: string | null): string;
   menu: {
     chat: string;
     image: string;
@@ -24,9 +36,15 @@ export interface Texts {
     history: string;
     settings: string;
     help: string;
+    buy: string;
+    mode: string;
   };
-  commands: Record<'start' | 'new' | 'image' | 'video' | 'music' | 'voice' | 'balance' | 'history' | 'settings' | 'help' | 'cancel' | 'link' | 'redeem', string>;
-  linkCode(code: string, minutes: number): string;
+  commands: Record<
+    'start' | 'new' | 'mode' | 'image' | 'video' | 'music' | 'voice' | 'balance' | 'history' | 'settings' | 'help' | 'cancel' | 'link' | 'redeem' | 'buy' | 'paysupport',
+    string
+  >;
+  linkCode(code: string, minutes: number, webUrl: string): string;
+  openWeb: string;
   help: string;
   chatHint(model: string): string;
   newChat: string;
@@ -36,7 +54,7 @@ export interface Texts {
   noTextModel: string;
   /** The media dialogs: which model, what to make, none on the plan. */
   dialogs: Record<DialogKind, { pickModel: string; askPrompt: string; noModel: string; sendText: string }>;
-  balance(b: { plan: string; tokens: number; held: number; bonus: number; nextRefill: string }): string;
+  balance(b: { plan: string; tokens: number; held: number; bonus: number; nextRefill: string; hour: LimitWindow | null; day: LimitWindow | null }): string;
   historyEmpty: string;
   historyTitle: string;
   resend(id: number): string;
@@ -65,7 +83,6 @@ export interface Texts {
   started(eta: number | null): string;
   expired: string;
   // Voice messages and audio files.
-  transcribing: string;
   transcript(text: string): string;
   noSpeech: string;
   noSttModel: string;
@@ -77,7 +94,14 @@ export interface Texts {
   noToolModel: string;
   askSecondPhoto: string;
   sendPhoto: string;
-  // Refusals and failures.
+  // Refusals and failures, and the ways forward their buttons offer.
+  refusalButtons: { balance: string; redeem: string; cheaper: string };
+  /** An option the balance cannot cover, on its button; and the toast when it is pressed anyway. */
+  unaffordable(label: string): string;
+  unaffordableToast: string;
+  /** What runs while a sent file is fetched from Telegram and the work starts. */
+  working: Record<'transcribe' | 'remove-bg' | 'upscale-esrgan' | 'ocr' | 'colorize' | 'style-transfer' | 'face-swap', string>;
+  downloadFailed(what: 'voice' | 'photo'): string;
   insufficientTokens(price: number, available: number): string;
   rateLimited(seconds: number, at: string): string;
   insufficientPlan: string;
@@ -93,12 +117,14 @@ export interface Texts {
   redeemedPlan(plan: string, until: string, balance: number): string;
   redeemRefused: Record<'invalid' | 'expired' | 'spent' | 'alreadyRedeemed' | 'downgrade', string>;
   redeemTooManyAttempts(seconds: number, at: string): string;
+  // Telegram Stars (/buy, /paysupport): see shared/telegram/stars-texts.ts.
+  stars: StarsTexts;
 }
 
 const en: Texts = {
-  greeting: (name, isNew) =>
+  greeting: (name, isNew, plan) =>
     isNew
-      ? `Hello, ${name}! Your account is ready, with the free plan's monthly tokens.\nWrite me anything to chat, or pick what to do:`
+      ? `Hello, ${name}! Your account is ready: the ${plan.name} plan, ${counted('en', plan.tokens, 'token')} a month.\nWrite me anything to chat, or pick what to do:`
       : `Welcome back, ${name}! Write me anything to chat, or pick what to do:`,
   menu: {
     chat: '💬 Chat',
@@ -111,10 +137,13 @@ const en: Texts = {
     history: '🕘 History',
     settings: '⚙️ Settings',
     help: '❓ Help',
+    buy: '⭐ Buy tokens',
+    mode: '🎭 Persona',
   },
   commands: {
     start: 'Start and show the menu',
     new: 'Start a new conversation',
+    mode: 'Pick a persona',
     image: 'Create an image',
     video: 'Create a video',
     music: 'Compose music',
@@ -126,9 +155,16 @@ const en: Texts = {
     cancel: 'Leave the current dialog',
     link: 'Connect your web account',
     redeem: 'Redeem a code',
+    buy: 'Buy tokens or a plan with Stars',
+    paysupport: 'Help with payments and refunds',
   },
-  linkCode: (code, minutes) =>
-    `Your link code: ${code}\nSign in on the web and send it to POST /api/v2/auth/link within ${minutes} minutes; your Telegram then shares that account's balance and history.`,
+  linkCode: (code, minutes, webUrl) =>
+    `Your link code: ${code}\nSign in at ${webUrl} and enter it under Account → Link Telegram within ${minutes} minutes. Your Telegram then shares that account's balance and history.`,
+  openWeb: '🌐 Open the web dashboard',
+  unknownCommand: (command) => `I do not know ${command}. Here is what I can do:`,
+  locked: (feature, plan) =>
+    plan ? `🔒 ${feature} is available from the ${plan} plan.` : `🔒 ${feature} is not offered on this server right now.`,
+  lockedLabel: (label, plan) => `🔒 ${label.replace(/^\S+\s/, '')}${plan ? ` · ${plan}` : ''}`,
   help: [
     'I answer any message with the chat model of your choice, and I make images, videos, music and voice messages.',
     '',
@@ -138,8 +174,10 @@ const en: Texts = {
     'A photo: I run a tool on it (remove background, upscale, OCR, colorize, style, face swap); name it in the caption or pick it from the buttons.',
     '/balance: your plan, tokens and next refill',
     '/history: your recent generations',
+    '/mode: a persona for the chat (an assistant from the marketplace)',
     '/settings: language, chat and image model, image format',
     '/redeem: redeem a code for tokens or a plan',
+    '/buy: buy tokens or a plan with Telegram Stars; /paysupport: help with payments',
     '/cancel: leave the current dialog',
     '',
     'Tokens are charged only when a generation completes. In groups, mention me or reply to my message.',
@@ -162,6 +200,9 @@ const en: Texts = {
       `Tokens: ${b.tokens}` + (b.bonus > 0 ? ` (bonus ${b.bonus})` : ''),
       ...(b.held > 0 ? [`Reserved by running generations: ${b.held}`] : []),
       `Next refill: ${b.nextRefill}`,
+      ...(b.hour ? [`This hour: ${b.hour.remaining} of ${counted('en', b.hour.limit, 'request')} left (the count starts over at ${b.hour.resetsAt} UTC)`] : []),
+      ...(b.day ? [`Today: ${b.day.remaining} of ${counted('en', b.day.limit, 'request')} left (starts over at ${b.day.resetsAt} UTC)`] : []),
+      ...(!b.hour && !b.day ? ['Requests: no hourly or daily limit on your plan'] : []),
     ].join('\n'),
   historyEmpty: 'No generations yet.',
   historyTitle: 'Recent generations (a button sends a result again):',
@@ -181,17 +222,16 @@ const en: Texts = {
   pickTextModel: 'Pick the chat model:',
   languageSet: 'Language: English.',
   textModelSet: (model) => `Chat model: ${model}.`,
-  tokensRange: (min, max) => (min === max ? `${min} tokens` : `${min}–${max} tokens`),
+  tokensRange: (min, max) => countedRange('en', min, max, 'token'),
   pickOption: (param) =>
     ({ size: 'Pick the size:', aspect_ratio: 'Pick the aspect ratio:', duration: 'Pick the duration:', voice_id: 'Pick the voice:' } as Record<string, string | undefined>)[param] ?? `Pick ${param}:`,
   optionLabel: (param, value) => (param === 'duration' ? `${value} s` : String(value)),
   useButtons: 'Please use the buttons above, or /cancel.',
-  confirmPrice: (b) => `${b.model}: ${b.price} tokens (you have ${b.balance}). Start?`,
+  confirmPrice: (b) => `${b.model}: ${counted('en', b.price, 'token')} (you have ${b.balance}). Start?`,
   confirm: '✅ Start',
   cancel: '✖️ Cancel',
   started: (eta) => (eta ? `Started. The result will be here in about ${eta} s.` : 'Started. The result will be here shortly.'),
   expired: 'This button has expired.',
-  transcribing: '🎙 Transcribing…',
   transcript: (text) => `🎙 ${text}`,
   noSpeech: 'I could not hear any words in it.',
   noSttModel: 'No transcription model is available on your plan right now.',
@@ -202,8 +242,22 @@ const en: Texts = {
   noToolModel: 'This tool is not available on your plan right now.',
   askSecondPhoto: 'Now send the photo to put this face into.',
   sendPhoto: 'Please send a photo, or /cancel.',
+  refusalButtons: { balance: '💰 Balance and limits', redeem: '🎟 Redeem a code', cheaper: '↩️ Pick a cheaper option' },
+  unaffordable: (label) => `🚫 ${label}`,
+  unaffordableToast: 'Your balance does not cover this option.',
+  working: {
+    transcribe: '🎙 Transcribing…',
+    'remove-bg': '✂️ Removing the background…',
+    'upscale-esrgan': '🔍 Upscaling…',
+    ocr: '🔤 Recognizing the text…',
+    colorize: '🎨 Colorizing…',
+    'style-transfer': '🖌 Restyling…',
+    'face-swap': '🙂 Swapping the faces…',
+  },
+  downloadFailed: (what) =>
+    `I could not download your ${what === 'voice' ? 'recording' : 'photo'} from Telegram, so nothing was started and nothing was charged. Please send it again in a minute.`,
   insufficientTokens: (price, available) =>
-    `Not enough tokens: this costs ${price} and you have ${available} available. Tokens refill monthly with your plan.`,
+    `Not enough tokens: this costs ${counted('en', price, 'token')} and you have ${available} available. Tokens refill monthly with your plan.`,
   rateLimited: (seconds, at) => `Your plan's request limit is reached. Try again in ${formatWait(seconds, 'en')} (at ${at} UTC).`,
   insufficientPlan: 'This model needs a higher plan.',
   invalidRequest: (message) => `I cannot send that: ${message}.`,
@@ -213,8 +267,8 @@ const en: Texts = {
   somethingWrong: 'Something went wrong on my side. Please try again.',
   redeemAsk: 'Send me the code to redeem:',
   redeemSendText: 'Please send the code as text, or /cancel.',
-  redeemedTokens: (tokens, balance) => `Done: ${tokens} bonus tokens added. You now have ${balance} tokens.`,
-  redeemedPlan: (plan, until, balance) => `Done: your plan is ${plan} until ${until}. You have ${balance} tokens.`,
+  redeemedTokens: (tokens, balance) => `Done: ${counted('en', tokens, 'bonusToken')} added. You now have ${counted('en', balance, 'token')}.`,
+  redeemedPlan: (plan, until, balance) => `Done: your plan is ${plan} until ${until}. You have ${counted('en', balance, 'token')}.`,
   redeemRefused: {
     invalid: 'There is no such code. Check it and try again.',
     expired: 'This code has expired.',
@@ -223,12 +277,13 @@ const en: Texts = {
     downgrade: 'This code is for a lower plan than the one you have now; redeem it once your plan ends.',
   },
   redeemTooManyAttempts: (seconds, at) => `Too many wrong codes. Try again in ${formatWait(seconds, 'en')} (at ${at} UTC).`,
+  stars: STARS_TEXTS.en,
 };
 
 const ru: Texts = {
-  greeting: (name, isNew) =>
+  greeting: (name, isNew, plan) =>
     isNew
-      ? `Здравствуйте, ${name}! Аккаунт создан, на нём месячные токены бесплатного тарифа.\nНапишите что угодно, чтобы поговорить, или выберите действие:`
+      ? `Здравствуйте, ${name}! Аккаунт создан: тариф ${plan.name}, ${counted('ru', plan.tokens, 'token')} в месяц.\nНапишите что угодно, чтобы поговорить, или выберите действие:`
       : `С возвращением, ${name}! Напишите что угодно, чтобы поговорить, или выберите действие:`,
   menu: {
     chat: '💬 Чат',
@@ -241,10 +296,13 @@ const ru: Texts = {
     history: '🕘 История',
     settings: '⚙️ Настройки',
     help: '❓ Помощь',
+    buy: '⭐ Купить токены',
+    mode: '🎭 Персона',
   },
   commands: {
     start: 'Начать и показать меню',
     new: 'Начать новый разговор',
+    mode: 'Выбрать персону',
     image: 'Создать картинку',
     video: 'Создать видео',
     music: 'Сочинить музыку',
@@ -256,9 +314,16 @@ const ru: Texts = {
     cancel: 'Выйти из текущего диалога',
     link: 'Подключить веб-аккаунт',
     redeem: 'Активировать код',
+    buy: 'Купить токены или тариф за звёзды',
+    paysupport: 'Помощь с оплатой и возвраты',
   },
-  linkCode: (code, minutes) =>
-    `Ваш код привязки: ${code}\nВойдите на сайте и отправьте его в POST /api/v2/auth/link в течение ${minutes} минут — Telegram будет использовать баланс и историю того аккаунта.`,
+  linkCode: (code, minutes, webUrl) =>
+    `Ваш код привязки: ${code}\nВойдите на ${webUrl} и введите его в разделе «Аккаунт → Привязать Telegram» в течение ${minutes} минут. Telegram будет использовать баланс и историю того аккаунта.`,
+  openWeb: '🌐 Открыть веб-кабинет',
+  unknownCommand: (command) => `Я не знаю команду ${command}. Вот что я умею:`,
+  locked: (feature, plan) =>
+    plan ? `🔒 ${feature} — на тарифе ${plan} и выше.` : `🔒 ${feature} сейчас не предлагается на этом сервере.`,
+  lockedLabel: (label, plan) => `🔒 ${label.replace(/^\S+\s/, '')}${plan ? ` · ${plan}` : ''}`,
   help: [
     'Я отвечаю на любое сообщение выбранной чат-моделью и создаю картинки, видео, музыку и голосовые сообщения.',
     '',
@@ -268,8 +333,10 @@ const ru: Texts = {
     'Фото: я обработаю его (убрать фон, увеличить, распознать текст, раскрасить, стиль, замена лица); назовите действие в подписи или выберите кнопкой.',
     '/balance: тариф, токены и следующее пополнение',
     '/history: последние генерации',
+    '/mode: персона для чата (ассистент из каталога)',
     '/settings: язык, чат-модель и модель картинок, формат картинок',
     '/redeem: активировать код на токены или тариф',
+    '/buy: купить токены или тариф за звёзды Telegram; /paysupport: помощь с оплатой',
     '/cancel: выйти из текущего диалога',
     '',
     'Токены списываются только за завершённую генерацию. В группах упомяните меня или ответьте на моё сообщение.',
@@ -292,6 +359,9 @@ const ru: Texts = {
       `Токены: ${b.tokens}` + (b.bonus > 0 ? ` (бонусные ${b.bonus})` : ''),
       ...(b.held > 0 ? [`Зарезервировано идущими генерациями: ${b.held}`] : []),
       `Следующее пополнение: ${b.nextRefill}`,
+      ...(b.hour ? [`В этот час: осталось ${b.hour.remaining} из ${counted('ru', b.hour.limit, 'request')} (счёт начнётся заново в ${b.hour.resetsAt} UTC)`] : []),
+      ...(b.day ? [`Сегодня: осталось ${b.day.remaining} из ${counted('ru', b.day.limit, 'request')} (заново в ${b.day.resetsAt} UTC)`] : []),
+      ...(!b.hour && !b.day ? ['Запросы: без часового и дневного лимита'] : []),
     ].join('\n'),
   historyEmpty: 'Генераций пока нет.',
   historyTitle: 'Последние генерации (кнопка пришлёт результат ещё раз):',
@@ -311,18 +381,17 @@ const ru: Texts = {
   pickTextModel: 'Выберите чат-модель:',
   languageSet: 'Язык: русский.',
   textModelSet: (model) => `Чат-модель: ${model}.`,
-  tokensRange: (min, max) => (min === max ? `${min} ток.` : `${min}–${max} ток.`),
+  tokensRange: (min, max) => countedRange('ru', min, max, 'token'),
   pickOption: (param) =>
     ({ size: 'Выберите размер:', aspect_ratio: 'Выберите соотношение сторон:', duration: 'Выберите длительность:', voice_id: 'Выберите голос:' } as Record<string, string | undefined>)[param] ??
     `Выберите ${param}:`,
   optionLabel: (param, value) => (param === 'duration' ? `${value} с` : String(value)),
   useButtons: 'Пожалуйста, нажмите одну из кнопок выше или /cancel.',
-  confirmPrice: (b) => `${b.model}: ${b.price} токенов (у вас ${b.balance}). Запускаем?`,
+  confirmPrice: (b) => `${b.model}: ${counted('ru', b.price, 'token')} (у вас ${b.balance}). Запускаем?`,
   confirm: '✅ Запустить',
   cancel: '✖️ Отмена',
   started: (eta) => (eta ? `Запущено. Результат будет здесь примерно через ${eta} с.` : 'Запущено. Результат скоро будет здесь.'),
   expired: 'Эта кнопка устарела.',
-  transcribing: '🎙 Расшифровываю…',
   transcript: (text) => `🎙 ${text}`,
   noSpeech: 'Я не расслышал в нём ни слова.',
   noSttModel: 'На вашем тарифе сейчас нет доступной модели расшифровки.',
@@ -333,8 +402,22 @@ const ru: Texts = {
   noToolModel: 'Это действие сейчас недоступно на вашем тарифе.',
   askSecondPhoto: 'Теперь пришлите фото, на которое перенести это лицо.',
   sendPhoto: 'Пожалуйста, пришлите фото или /cancel.',
+  refusalButtons: { balance: '💰 Баланс и лимиты', redeem: '🎟 Активировать код', cheaper: '↩️ Выбрать вариант дешевле' },
+  unaffordable: (label) => `🚫 ${label}`,
+  unaffordableToast: 'Вашего баланса не хватает на этот вариант.',
+  working: {
+    transcribe: '🎙 Расшифровываю…',
+    'remove-bg': '✂️ Убираю фон…',
+    'upscale-esrgan': '🔍 Увеличиваю…',
+    ocr: '🔤 Распознаю текст…',
+    colorize: '🎨 Раскрашиваю…',
+    'style-transfer': '🖌 Меняю стиль…',
+    'face-swap': '🙂 Меняю лица…',
+  },
+  downloadFailed: (what) =>
+    `Не удалось скачать ${what === 'voice' ? 'вашу запись' : 'ваше фото'} из Telegram, поэтому ничего не запущено и ничего не списано. Пришлите ещё раз через минуту.`,
   insufficientTokens: (price, available) =>
-    `Недостаточно токенов: это стоит ${price}, а у вас доступно ${available}. Токены пополняются каждый месяц по тарифу.`,
+    `Недостаточно токенов: это стоит ${counted('ru', price, 'token')}, а у вас доступно ${available}. Токены пополняются каждый месяц по тарифу.`,
   rateLimited: (seconds, at) => `Достигнут лимит запросов вашего тарифа. Попробуйте через ${formatWait(seconds, 'ru')} (в ${at} UTC).`,
   insufficientPlan: 'Эта модель доступна на более высоком тарифе.',
   invalidRequest: (message) => `Не могу это отправить: ${message}.`,
@@ -344,8 +427,8 @@ const ru: Texts = {
   somethingWrong: 'У меня что-то пошло не так. Попробуйте ещё раз.',
   redeemAsk: 'Пришлите код для активации:',
   redeemSendText: 'Пожалуйста, пришлите код текстом или /cancel.',
-  redeemedTokens: (tokens, balance) => `Готово: начислено ${tokens} бонусных токенов. Теперь у вас ${balance} токенов.`,
-  redeemedPlan: (plan, until, balance) => `Готово: ваш тариф ${plan} до ${until}. У вас ${balance} токенов.`,
+  redeemedTokens: (tokens, balance) => `Готово: начислено ${counted('ru', tokens, 'bonusToken')}. Теперь у вас ${counted('ru', balance, 'token')}.`,
+  redeemedPlan: (plan, until, balance) => `Готово: ваш тариф ${plan} до ${until}. У вас ${counted('ru', balance, 'token')}.`,
   redeemRefused: {
     invalid: 'Такого кода нет. Проверьте его и попробуйте ещё раз.',
     expired: 'Срок действия этого кода истёк.',
@@ -354,6 +437,7 @@ const ru: Texts = {
     downgrade: 'Этот код на тариф ниже вашего текущего; активируйте его, когда ваш тариф закончится.',
   },
   redeemTooManyAttempts: (seconds, at) => `Слишком много неверных кодов. Попробуйте через ${formatWait(seconds, 'ru')} (в ${at} UTC).`,
+  stars: STARS_TEXTS.ru,
 };
 
 function formatWait(seconds: number, language: Language): string {

@@ -196,11 +196,16 @@ export class Webhooks {
       error = e instanceof UrlRefusedError ? `refused: ${e.reason}` : (e as Error).message;
     }
     const attempts = delivery.attempts + 1;
+    // One line per attempt: with the request id of the generation's request (log context), an
+    // operator follows a request to its webhooks.
+    const attemptFields = { deliveryId: delivery.id, webhookId: hook.id, event: delivery.event, attempt: attempts, status: status || null };
     if (!error) {
+      this.log.info(attemptFields, 'webhook delivered');
       await this.finish(delivery.id, 'succeeded', { attempts, lastStatusCode: status, lastError: null, deliveredAt: now });
       await this.db.transaction((em) => em.getRepository(Webhook).update({ id: hook.id }, { failingSince: null }));
       return;
     }
+    this.log.info({ ...attemptFields, err: error.slice(0, 200) }, 'webhook delivery failed');
     const failingSince = hook.failingSince ?? now;
     if (!hook.failingSince) await this.db.transaction((em) => em.getRepository(Webhook).update({ id: hook.id }, { failingSince: now }));
     if (now.getTime() - failingSince.getTime() >= RETRY_WINDOW_SECONDS * 1000) {

@@ -4,10 +4,13 @@
  * queued updates to `getUpdates` (long polling) or, once `setWebhook` was called, POSTs them to
  * the webhook with its secret; answers a second concurrent poller (or polling while a webhook is
  * set) 409 Conflict; records every call (uploads with their bytes), and can be told to answer 429
- * with `retry_after`, or 403 for a chat that blocked the bot.
+ * with `retry_after`, or 403 for a chat that blocked the bot. Telegram Stars (invoices,
+ * pre-checkout, charges, refunds, transactions) are in fake-telegram-stars.ts; `deliverTo` posts
+ * one update to several webhook processes at once, as a redelivery behind a load balancer can.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Charge, FakeStars, Invoice } from './fake-telegram-stars';
 
 export interface TgUser {
   id: number;
@@ -43,6 +46,13 @@ interface ScriptedError {
 }
 
 export type Update = Record<string, unknown> & { update_id: number };
+
+/** Telegram's 4096-character limit counts the text after entity parsing: HTML tags do not count, `&lt;` is one. */
+function visibleLength(params: Record<string, unknown>): number {
+  const text = String(params.text ?? '');
+  if (params.parse_mode !== 'HTML') return text.length;
+  return text.replace(/<[^>]*>/g, '').replace(/&(?:lt|gt|amp|quot|#\d+|#x[0-9a-f]+);/gi, '.').length;
+}
 
 export const BOT_USER: TgUser = { id: 7000001, is_bot: true, first_name: 'Gensvc', username: 'gensvc_test_bot' };
 
@@ -103,6 +113,8 @@ export class FakeTelegram {
   conflicts = 0;
   /** getUpdates calls received (they are not in `calls`). */
   polls = 0;
+  /** Telegram Stars: invoices, charges, refunds, transactions. */
+  readonly stars = new FakeStars({ push: (update) => this.push(update), nextMessageId: (chatId) => this.nextMessageId(chatId) });
 
   async start(): Promise<void> {
     this.server = http.createServer((req, res) => void this.handle(req, res));
@@ -150,6 +162,45 @@ export class FakeTelegram {
       await new Promise((r) => setTimeout(r, 300));
     }
     this.webhookDeliveries.push({ updateId: update.update_id, status });
+  }
+
+  /** Gives an update its id without sending it (for `redeliver` or `deliverTo`). */
+  stamp(update: Omit<Update, 'update_id'>): Update {
+    return { ...update, update_id: this.nextUpdateId++ } as Update;
+  }
+
+  /**
+   * POSTs the same update to each webhook URL at once, with the secret of the webhook set, as
+   * Telegram's redelivery of an update whose first delivery it gave up on can reach another
+   * process behind a load balancer. Resolves with each answer's status.
+   */
+  async deliverTo(update: Update, urls: string[]): Promise<number[]> {
+    const headers: Record<string, string> = { 'content-type': 'application/json' };
+    if (this.webhook?.secret_token) headers['x-telegram-bot-api-secret-token'] = this.webhook.secret_token;
+    return Promise.all(
+      urls.map(async (url) => {
+        const res = await fetch(url, { method: 'POST', headers, body: JSON.stringify(update) });
+        await res.arrayBuffer();
+        return res.status;
+      }),
+    );
+  }
+
+  /** The person pays `invoice` (its pre-checkout was answered ok): the charge, and its `successful_payment` update sent. */
+  pay(from: TgUser, invoice: Pick<Invoice, 'payload' | 'currency' | 'total_amount' | 'subscription_period'>, renewalOf?: Charge): { charge: Charge; update: Update } {
+    const made = this.stars.charge(from, invoice, renewalOf);
+    return { charge: made.charge, update: this.push(made.update) };
+  }
+
+  /**
+   * The person confirms `invoice`: the pre-checkout query goes to the bot; once the bot answered
+   * it ok, Telegram charges and sends `successful_payment`. Resolves with the answer (and the charge).
+   */
+  async checkout(from: TgUser, invoice: Invoice): Promise<{ answer: { ok: boolean; error_message?: string }; charge?: Charge }> {
+    const { id } = this.stars.preCheckout(from, invoice);
+    const answer = await this.waitFor(() => this.stars.answers.get(id));
+    if (!answer.ok) return { answer };
+    return { answer, charge: this.pay(from, invoice).charge };
   }
 
   /** Serves an update again although the bot confirmed it (as Telegram does after a lost confirmation). */
@@ -334,6 +385,7 @@ export class FakeTelegram {
 
   private async answer(method: string, params: Record<string, unknown>, files: RecordedCall['files'], res: http.ServerResponse): Promise<unknown> {
     const chatId = Number(params.chat_id);
+    if (this.stars.handles(method)) return this.stars.answer(method, params);
     switch (method) {
       case 'getMe':
         return { ...BOT_USER, can_join_groups: true, can_read_all_group_messages: false, supports_inline_queries: false };
@@ -363,7 +415,7 @@ export class FakeTelegram {
         return true;
       case 'sendMessage': {
         const text = String(params.text ?? '');
-        if (text.length === 0 || text.length > 4096) throw { error_code: 400, description: `Bad Request: message text is ${text.length ? 'too long' : 'empty'}` };
+        if (text.length === 0 || visibleLength(params) > 4096) throw { error_code: 400, description: `Bad Request: message text is ${text.length ? 'too long' : 'empty'}` };
         this.checkHtml(params);
         const message = this.message_(chatId, { text });
         this.texts.set(`${chatId}:${message.message_id as number}`, text);
@@ -372,7 +424,7 @@ export class FakeTelegram {
       case 'editMessageText': {
         const text = String(params.text ?? '');
         const key = `${chatId}:${Number(params.message_id)}`;
-        if (text.length === 0 || text.length > 4096) throw { error_code: 400, description: 'Bad Request: MESSAGE_TOO_LONG' };
+        if (text.length === 0 || visibleLength(params) > 4096) throw { error_code: 400, description: 'Bad Request: MESSAGE_TOO_LONG' };
         this.checkHtml(params);
         if (this.texts.get(key) === text) {
           throw { error_code: 400, description: 'Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message' };

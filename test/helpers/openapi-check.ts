@@ -12,10 +12,11 @@ type Json = Record<string, unknown>;
 
 /**
  * Which routes of the app the OpenAPI document must describe: everything under /api/ and /v1/,
- * /health and /files/…. The rest serve pages (/docs, the dashboard) and are left out of it.
+ * the files, and the service's probes (/health, /ready, /metrics). The rest serve pages (/docs,
+ * the dashboard) and are left out of it.
  */
 export function isApiPath(path: string): boolean {
-  return /^\/(api|v1)\//.test(path) || path === '/health' || path.startsWith('/files/');
+  return /^\/(api|v1|files)\//.test(path) || ['/health', '/ready', '/metrics'].includes(path);
 }
 
 const ext = { '^x-': {} };

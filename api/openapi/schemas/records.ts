@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { presentAssistant, presentInstalledAssistant } from '../../presenters/assistant';
-import { presentPlanProduct, presentProducts, presentRedemption, presentTokenPack } from '../../presenters/billing';
+import { presentCheckout, presentPlanProduct, presentProducts, presentRedemption, presentStripeReceipt, presentTokenPack } from '../../presenters/billing';
 import { presentModel, presentPrice } from '../../presenters/model';
 import { presentSchedule } from '../../presenters/schedule';
 import { presentDelivery, presentWebhook } from '../../presenters/webhook';
@@ -127,6 +127,22 @@ export const Health = z
   })
   .meta({ id: 'Health' });
 
+export const Ready = z
+  .strictObject({
+    status: z.enum(['ready', 'unavailable', 'starting', 'draining']),
+    db: z.enum(['ok', 'down']).optional(),
+    queue: z.enum(['ok', 'down', 'embedded']).optional(),
+  })
+  .meta({ id: 'Ready' });
+
+export const CheckoutLink = z.strictObject({ id: z.string().meta({ description: "Stripe's Checkout Session id" }), url: z.string().meta({ description: 'The payment page to send the person to' }) }).meta({ id: 'CheckoutLink' });
+export const StripeReceipt = z
+  .strictObject({
+    received: z.literal(true),
+    outcome: z.enum(['credited', 'duplicate', 'not_credited', 'awaiting_payment', 'reversed', 'already_reversed', 'partial_refund', 'subscription_ended']),
+  })
+  .meta({ id: 'StripeReceipt' });
+
 const checks: [
   PresenterMatches<ReturnType<typeof presentModel>, typeof Model>,
   PresenterMatches<ReturnType<typeof presentPrice>, typeof Price>,
@@ -138,6 +154,8 @@ const checks: [
   PresenterMatches<ReturnType<typeof presentPlanProduct>, typeof PlanProduct>,
   PresenterMatches<ReturnType<typeof presentProducts>, typeof Products>,
   PresenterMatches<ReturnType<typeof presentRedemption>, typeof Redemption>,
-] = [true, true, true, true, true, true, true, true, true, true];
+  PresenterMatches<ReturnType<typeof presentCheckout>, typeof CheckoutLink>,
+  PresenterMatches<ReturnType<typeof presentStripeReceipt>, typeof StripeReceipt>,
+] = [true, true, true, true, true, true, true, true, true, true, true, true];
 void checks;
 void presentWebhook;

@@ -10,11 +10,12 @@ import { Payment } from './payment';
 import { RedemptionBatch, RedemptionCode } from './redemption';
 import { RefreshToken, Session } from './session';
 import { Schedule, ScheduleFiring } from './schedule';
+import { StripeEvent } from './stripe-event';
 import { User } from './user';
 import { Webhook, WebhookDelivery } from './webhook';
 
 export { ApiKey, AssistantInstall, BotDelivery, BotState, Generation, Identity, LedgerEntry, LinkCode, PasswordReset, RefreshToken, Schedule, ScheduleFiring, Session, User, Webhook, WebhookDelivery };
-export { Payment, RedemptionBatch, RedemptionCode };
+export { Payment, RedemptionBatch, RedemptionCode, StripeEvent };
 export type { PaymentKind, PaymentProvider, PaymentStatus } from './payment';
 export type { DeliveryStatus } from './webhook';
 export type { BotDeliveryKind, BotDeliveryState } from './bot';
@@ -22,4 +23,4 @@ export type { IdentityKind } from './identity';
 export type { GenerationSource, GenerationStatus } from './generation';
 export type { LedgerReason } from './ledger-entry';
 
-export const entities = [User, Identity, Session, RefreshToken, ApiKey, LedgerEntry, PasswordReset, Generation, AssistantInstall, Webhook, WebhookDelivery, BotState, BotDelivery, Schedule, ScheduleFiring, LinkCode, Payment, RedemptionBatch, RedemptionCode];
+export const entities = [User, Identity, Session, RefreshToken, ApiKey, LedgerEntry, PasswordReset, Generation, AssistantInstall, Webhook, WebhookDelivery, BotState, BotDelivery, Schedule, ScheduleFiring, LinkCode, Payment, RedemptionBatch, RedemptionCode, StripeEvent];

@@ -22,7 +22,7 @@ import {
   wordParam,
 } from './arbitraries';
 import type { CallerName, FuzzWorld } from './world';
-import { DISPOSABLE_CALLERS, MAIN_CALLERS } from './world';
+import { DISPOSABLE_CALLERS, FUZZ_METRICS_TOKEN, MAIN_CALLERS } from './world';
 
 export interface RouteDriver {
   /** Who calls with valid credentials (the arbitrary also sends none, mangled and refused ones). */
@@ -786,6 +786,77 @@ const redeemCodeArb = fc.oneof(
   { weight: 2, arbitrary: stringNasty },
 );
 
+/**
+ * Stripe events as Stripe posts them, for the account `elite` (its credits are packs, or a month
+ * of elite itself: a lower plan would end the caller's plan mid-run), now and then with fields
+ * out of shape, foreign metadata, unknown products or accounts; refunds name PaymentIntents
+ * nobody paid with (the fake Stripe knows none of them: ignored, never the retryable 503 of a
+ * refund that came early, which the Stripe suites cover).
+ */
+const stripeMetadata = fc.oneof(
+  {
+    weight: 8,
+    arbitrary: fc.record({
+      gensvc_user_id: ok(fc.constant('$ELITE_USER_ID'), '0', '2147000000', '99999999999', 'x', ''),
+      gensvc_product_id: ok(fc.constantFrom('tokens-500', 'tokens-2000', 'elite-monthly'), 'tokens-7', '', 'pro-monthly '),
+    }),
+  },
+  { weight: 1, arbitrary: fc.constantFrom<unknown>({}, null, { order: '42' }, { gensvc_user_id: 7 }, 'meta') },
+);
+const stripeId = ok(fc.constant('$STRIPE_ID'), '', 'x'.repeat(201), 'in_1', 7 as unknown as string, null as unknown as string);
+const stripeAmount = ok<unknown>(fc.integer({ min: 0, max: 100_000 }), -1, 1.5, '299', 2 ** 31, null);
+const stripeObjects: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
+  'checkout.session.completed': fc.record({
+    id: stripeId,
+    object: fc.constant('checkout.session'),
+    mode: ok(fc.constantFrom('payment', 'subscription'), 'setup', ''),
+    payment_status: ok(fc.constantFrom('paid', 'unpaid', 'no_payment_required'), 'refunded'),
+    metadata: stripeMetadata,
+    amount_total: stripeAmount,
+    currency: ok(fc.constantFrom('usd', 'eur'), 'a-very-long-currency', ''),
+    payment_intent: ok<unknown>(fc.constant('$STRIPE_ID'), null, { id: 'pi_expanded' }),
+    invoice: ok<unknown>(fc.constant('$STRIPE_ID'), null, 'x'.repeat(300)),
+  }),
+  'invoice.paid': fc.record({
+    id: stripeId,
+    object: fc.constant('invoice'),
+    billing_reason: ok(fc.constantFrom('subscription_create', 'subscription_cycle'), 'manual', 'subscription_update', null as unknown as string),
+    amount_paid: stripeAmount,
+    currency: fc.constantFrom('usd', 'eur'),
+    parent: ok<unknown>(stripeMetadata.map((metadata) => ({ type: 'subscription_details', subscription_details: { metadata, subscription: 'sub_fuzz' } })), null, {}),
+  }),
+  'customer.subscription.deleted': fc.record({ id: stripeId, object: fc.constant('subscription'), status: fc.constant('canceled'), metadata: stripeMetadata }),
+  'charge.refunded': fc.record({
+    id: stripeId,
+    object: fc.constant('charge'),
+    payment_intent: ok<unknown>(fc.constantFrom('$STRIPE_ID', 'pi_nobody_paid_with'), null),
+    refunded: ok<unknown>(fc.boolean(), 'yes'),
+    amount: stripeAmount,
+  }),
+  'customer.created': fc.constant({ id: 'cus_fuzz', object: 'customer' }),
+};
+const stripeEventArb = fc
+  .constantFrom(...Object.keys(stripeObjects))
+  .chain((type) =>
+    fc.record({
+      id: ok(fc.constantFrom('$STRIPE_ID', 'evt_fuzz_repeated'), '', 'x'.repeat(300)),
+      object: fc.constant('event'),
+      api_version: fc.constant('2026-10-28.endive'),
+      created: fc.constant('$NOW'),
+      type: ok(fc.constant(type), 'x'.repeat(65), ''),
+      data: ok<unknown>((stripeObjects[type] as fc.Arbitrary<Record<string, unknown>>).map((object) => ({ object })), {}, null, { object: [] }),
+    }),
+  );
+const stripeSignatureHeaders = fc.oneof(
+  { weight: 8, arbitrary: fc.constant({ 'stripe-signature': '$STRIPE_SIGN' }) },
+  {
+    weight: 3,
+    arbitrary: fc.constantFrom('$STRIPE_SIGN_WRONG_SECRET', '$STRIPE_SIGN_STALE', 't=1,v1=abc', 'v1=', '', 't=,v1=', 't=abc,v1=00', 'garbage').map((v) => ({ 'stripe-signature': v })),
+  },
+  { weight: 1, arbitrary: fc.record({ 'stripe-signature': printable(160) }) },
+  { weight: 1, arbitrary: fc.constant({}) },
+);
+
 // The table ---------------------------------------------------------------------------------------
 
 const main = MAIN_CALLERS;
@@ -793,6 +864,18 @@ const disposable = DISPOSABLE_CALLERS;
 
 export const DRIVERS: DriverTable = {
   'GET /health': () => ({ callers: main, runs: 20, anonymousWeight: 10 }),
+  'GET /ready': () => ({ callers: main, runs: 20, anonymousWeight: 10 }),
+  'GET /metrics': () => ({
+    callers: main,
+    runs: 30,
+    anonymousWeight: 10,
+    // The token (200, text), near misses of it and other schemes (401), or the caller's own credential (401).
+    headers: fc.oneof(
+      { weight: 3, arbitrary: fc.constant({ authorization: `Bearer ${FUZZ_METRICS_TOKEN}` }) },
+      { weight: 2, arbitrary: fc.constantFrom(`Bearer ${FUZZ_METRICS_TOKEN}x`, `Bearer ${FUZZ_METRICS_TOKEN.slice(1)}`, `Basic ${FUZZ_METRICS_TOKEN}`, FUZZ_METRICS_TOKEN, 'Bearer').map((authorization) => ({ authorization })) },
+      { weight: 2, arbitrary: fc.constant({}) },
+    ),
+  }),
   'GET /files/:a/:b/:c/:name': (world) => {
     const keys = world.allResultKeys();
     const split = (key: string) => {
@@ -1125,6 +1208,12 @@ export const DRIVERS: DriverTable = {
   // Buying and redeeming
   'GET /api/v2/billing/products': () => ({ callers: main, runs: 20, anonymousWeight: 10 }),
   'POST /api/v2/billing/redeem': () => ({ callers: main, runs: 60, body: jsonBody(fc.record({ code: redeemCodeArb })) }),
+  // A session at the fake Stripe (nothing is credited until its webhook says paid); elite is refused plans below it.
+  'POST /api/v2/billing/checkout': () => ({
+    callers: main,
+    runs: 50,
+    body: jsonBody(fc.record({ product: ok(fc.constantFrom('tokens-500', 'tokens-2000', 'tokens-10000', 'basic-monthly', 'pro-monthly', 'vip-monthly', 'elite-monthly'), 'tokens-7', '', 'x'.repeat(65), 'TOKENS-500') })),
+  }),
 
   // The OpenAPI document and the /docs page with its assets: open to everyone, the same for all
   'GET /api/v2/openapi.json': () => ({ callers: main, runs: 10, anonymousWeight: 10 }),
@@ -1144,6 +1233,13 @@ export const DRIVERS: DriverTable = {
     anonymousWeight: 20,
     body: jsonBody(fc.record({ id: fc.oneof(fc.constantFrom('pred_1', ''), fc.string({ maxLength: 20 })), status: fc.constantFrom('succeeded', 'failed', 'processing'), output: fc.jsonValue({ maxDepth: 2 }) }, { requiredKeys: [] })),
     headers: providerWebhookHeaders,
+  }),
+  'POST /api/v2/providers/stripe/webhook': () => ({
+    callers: ['elite'],
+    runs: 100,
+    anonymousWeight: 20,
+    body: jsonBody(stripeEventArb),
+    headers: stripeSignatureHeaders,
   }),
 };
 

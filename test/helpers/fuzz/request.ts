@@ -7,6 +7,7 @@
  *   generations exactly as they were;
  * - another user's id never gets a 2xx.
  */
+import crypto from 'node:crypto';
 import { errorDialectOf } from '../../../api/presenters/errors';
 import { bombPng } from '../bomb-png';
 import fc from 'fast-check';
@@ -19,7 +20,7 @@ import { authArb, AuthChoice, BodyChoice, deepJson, IdForm, incidentalHeaders, M
 import type { RouteDriver } from './drivers';
 import { PNG_8, WAV } from './media-sink';
 import type { Account, FuzzWorld } from './world';
-import { FUZZ_REPLICATE_SECRET } from './world';
+import { FUZZ_REPLICATE_SECRET, FUZZ_STRIPE_WEBHOOK_SECRET } from './world';
 
 /** Requests for one route; `routedMethods` are the methods any route of its path answers. */
 export function caseArb(driver: RouteDriver, route: RouteEntry, routedMethods: string[]): fc.Arbitrary<RequestCase> {
@@ -149,6 +150,7 @@ export class RequestBuilder {
     const reachesHandler = method === route.method || (route.method === 'GET' && method === 'HEAD');
     const built: BuiltRequest = { method, url, headers, body, payload, othersId: (othersId || this.bodyNamedOthers) && reachesHandler };
     this.sign(built);
+    this.signStripe(built);
     return built;
   }
 
@@ -180,6 +182,10 @@ export class RequestBuilder {
         return subject.accessToken;
       case '$NOW':
         return world.nowSeconds;
+      case '$ELITE_USER_ID':
+        return String(world.account('elite').userId);
+      case '$STRIPE_ID':
+        return `fz_${crypto.randomBytes(8).toString('hex')}`;
       case '$NOW_STRING':
         return String(world.nowSeconds);
       case '$FILE_OWN':
@@ -267,6 +273,18 @@ export class RequestBuilder {
     if (signature === '$SIGN') request.headers['webhook-signature'] = good;
     else if (signature === '$SIGN_AMONG_OTHERS') request.headers['webhook-signature'] = `v1,AAAA v2,${good.slice(3)} ${good}`;
     else request.headers['webhook-signature'] = signWebhook(`whsec_${Buffer.from('another secret entirely').toString('base64')}`, id, timestamp, body);
+  }
+
+  /** Stripe's signature of the bytes actually sent, at the app clock's time, as the `stripe-signature` placeholder says. */
+  private signStripe(request: BuiltRequest): void {
+    const placeholder = request.headers['stripe-signature'];
+    if (!placeholder?.startsWith('$STRIPE_SIGN')) return;
+    const payload = (request.payload ?? Buffer.alloc(0)).toString('utf8');
+    const now = this.world.nowSeconds;
+    const { stripe } = this.world;
+    if (placeholder === '$STRIPE_SIGN') request.headers['stripe-signature'] = stripe.sign(payload, FUZZ_STRIPE_WEBHOOK_SECRET, now);
+    else if (placeholder === '$STRIPE_SIGN_STALE') request.headers['stripe-signature'] = stripe.sign(payload, FUZZ_STRIPE_WEBHOOK_SECRET, now - 3600);
+    else request.headers['stripe-signature'] = stripe.sign(payload, 'whsec_anothersecretentirely000000', now);
   }
 }
 

@@ -1,8 +1,8 @@
 /**
  * The world the route fuzzer drives: the real app on fresh stores with the fixture catalog and
  * fake providers (cheap, deterministic generations), every optional login configured (messenger,
- * identity provider against a fake one, Replicate's webhook secret) so that no route answers
- * "not configured", a media sink on 127.0.0.1, and the callers:
+ * identity provider against a fake one, Replicate's webhook secret, Stripe against the fake
+ * Stripe API) so that no route answers "not configured", a media sink on 127.0.0.1, and the callers:
  *
  * - `free`: a free-plan session (meets the plan's limits and the 402 quickly);
  * - `elite`: an elite session with a large bonus (unlimited: reaches the deep paths);
@@ -25,12 +25,14 @@ import type { PlanName } from '../../../shared/plans';
 import { startTestApp, TestApp } from '../app';
 import { FakeOidcProvider, newSigningKey, startFakeOidc } from '../fake-oidc';
 import { downProvider, FakeProvider } from '../fake-provider';
+import { FakeStripe } from '../fake-stripe';
 import { uniqueEmail } from '../users';
 import { MediaSink } from './media-sink';
 import { emptyOwned, IdKind, Owned, seedResources } from './seed';
 
 export const FUZZ_BOT_TOKEN = '7000000002:AAH-fuzz-bot-token_for-gensvc';
 export const FUZZ_REPLICATE_SECRET = `whsec_${Buffer.from('fuzz-replicate-signing-secret-32b').toString('base64')}`;
+export const FUZZ_STRIPE_WEBHOOK_SECRET = 'whsec_fuzzstripesigningsecret0123456789';
 export const FUZZ_PASSWORD = 'correct horse battery staple';
 /**
  * The call the fake model makes whenever a request offers it tools (and does not answer one), so
@@ -63,6 +65,9 @@ function base64url(value: object): string {
   return Buffer.from(JSON.stringify(value)).toString('base64url');
 }
 
+/** GET /metrics answers this token (drivers.ts sends it, and near misses). */
+export const FUZZ_METRICS_TOKEN = 'fuzz-metrics-token-0123456789';
+
 export class FuzzWorld {
   readonly accounts = new Map<AccountName, Account>();
   readonly special = new Map<SpecialToken, string>();
@@ -75,11 +80,13 @@ export class FuzzWorld {
     readonly sink: MediaSink,
     readonly oidc: FakeOidcProvider,
     readonly fake: FakeProvider,
+    readonly stripe: FakeStripe,
   ) {}
 
   static async start(): Promise<FuzzWorld> {
     const sink = await new MediaSink().start();
     const oidc = await startFakeOidc();
+    const stripe = await new FakeStripe().start();
     const fake = new FakeProvider('fake');
     const fixtures = path.join(__dirname, '..', '..', 'fixtures');
     const app = await startTestApp(
@@ -93,11 +100,16 @@ export class FuzzWorld {
         OIDC_CLIENT_SECRET: oidc.clientSecret,
         REPLICATE_WEBHOOK_SECRET: FUZZ_REPLICATE_SECRET,
         URL_FETCH_ALLOW: sink.hostPort,
+        STRIPE_SECRET_KEY: stripe.secretKey,
+        STRIPE_WEBHOOK_SECRET: FUZZ_STRIPE_WEBHOOK_SECRET,
+        STRIPE_API_BASE: stripe.baseUrl,
+        METRICS_TOKEN: FUZZ_METRICS_TOKEN,
       },
       { providers: [fake.adapter(), downProvider('down')], worker: false },
     );
     fake.toolCalls = [FUZZ_TOOL_CALL];
-    const world = new FuzzWorld(app, sink, oidc, fake);
+    stripe.useClock(app.clock.now);
+    const world = new FuzzWorld(app, sink, oidc, fake, stripe);
     await world.setUp();
     return world;
   }
@@ -106,6 +118,7 @@ export class FuzzWorld {
     await this.app.close();
     await this.oidc.close();
     await this.sink.close();
+    await this.stripe.close();
   }
 
   get nowSeconds(): number {
