@@ -1,10 +1,11 @@
 /** The account's answers (api/presenters/account.ts and the auth routes' token responses). */
 import { z } from 'zod';
 import { presentApiKey, presentAuthMethods, presentBalance, presentLoginUser, presentSession, presentSettings, UserView } from '../../presenters/account';
+import { PLAN_NAMES } from '../../../shared/plans';
 import type { PresenterMatches } from './shape';
 
 export const Timestamp = z.iso.datetime().meta({ description: 'ISO 8601, UTC', example: '2026-11-24T23:00:00.000Z' });
-export const PlanName = z.enum(['free', 'basic', 'pro', 'vip', 'elite']).meta({ id: 'PlanName' });
+export const PlanName = z.enum(PLAN_NAMES).meta({ id: 'PlanName' });
 
 export const AuthMethods = z.strictObject({ messenger: z.boolean(), identity_provider: z.boolean(), email: z.boolean() }).meta({ id: 'AuthMethods' });
 

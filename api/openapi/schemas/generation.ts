@@ -6,10 +6,12 @@
 import { z } from 'zod';
 import { presentHistoryItem, presentStreamDelta, presentStreamEnd, presentStreamStart } from '../../presenters/generation';
 import { Timestamp } from './account';
-import type { PresenterMatches } from './shape';
+import { CATEGORIES } from '../../../shared/catalog/types';
+import type { GenerationStatus } from '../../../shared/db/entities/generation';
+import { everyValueOf, PresenterMatches } from './shape';
 
-const Status = z.enum(['pending', 'completed', 'failed']).meta({ id: 'GenerationStatus' });
-const Category = z.enum(['text', 'image', 'video', 'tts', 'stt', 'music', 'tool']).meta({ id: 'Category' });
+const Status = z.enum(everyValueOf<GenerationStatus>()(['pending', 'completed', 'failed'])).meta({ id: 'GenerationStatus' });
+export const Category = z.enum(CATEGORIES).meta({ id: 'Category' });
 const JsonObject = z.record(z.string(), z.unknown());
 
 function generation(id: z.ZodType) {

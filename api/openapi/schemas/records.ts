@@ -9,7 +9,10 @@ import { presentModel, presentPrice } from '../../presenters/model';
 import { presentSchedule } from '../../presenters/schedule';
 import { presentDelivery, presentWebhook } from '../../presenters/webhook';
 import { Balance, PlanName, Timestamp } from './account';
-import type { PresenterMatches } from './shape';
+import { CATEGORIES } from '../../../shared/catalog/types';
+import type { DeliveryStatus } from '../../../shared/db/entities/webhook';
+import type { EventOutcome } from '../../../shared/payments/stripe/webhook';
+import { everyValueOf, PresenterMatches } from './shape';
 
 const JsonObject = z.record(z.string(), z.unknown());
 
@@ -29,7 +32,7 @@ export const Model = z
   .strictObject({
     slug: z.string(),
     name: z.string(),
-    category: z.enum(['text', 'image', 'video', 'tts', 'stt', 'music', 'tool']),
+    category: z.enum(CATEGORIES),
     provider: z.string(),
     token_cost: z.number().int().meta({ description: 'The price with default params' }),
     min_token_cost: z.number().int(),
@@ -97,7 +100,7 @@ export const Delivery = z
     id: z.number().int(),
     event: z.string(),
     generation_id: z.number().int().nullable(),
-    status: z.enum(['pending', 'succeeded', 'failed']),
+    status: z.enum(everyValueOf<DeliveryStatus>()(['pending', 'succeeded', 'failed'])),
     attempts: z.number().int(),
     last_status_code: z.number().int().nullable(),
     last_error: z.string().nullable(),
@@ -139,7 +142,7 @@ export const CheckoutLink = z.strictObject({ id: z.string().meta({ description: 
 export const StripeReceipt = z
   .strictObject({
     received: z.literal(true),
-    outcome: z.enum(['credited', 'duplicate', 'not_credited', 'awaiting_payment', 'reversed', 'already_reversed', 'partial_refund', 'subscription_ended']),
+    outcome: z.enum(everyValueOf<EventOutcome>()(['credited', 'duplicate', 'not_credited', 'awaiting_payment', 'reversed', 'already_reversed', 'partial_refund', 'subscription_ended', 'ignored', 'already_processed'])),
   })
   .meta({ id: 'StripeReceipt' });
 

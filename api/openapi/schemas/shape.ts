@@ -15,3 +15,11 @@ type SameKeys<A, B> = [Exclude<keyof A, keyof B>] extends [never] ? ([Exclude<ke
 type Unnull<T> = T extends object ? { [K in keyof T]: Unnull<NonNullable<T[K]>> } : NonNullable<T>;
 
 export type PresenterMatches<Presented, Schema extends z.ZodType> = [Unnull<z.output<Schema>>] extends [Unnull<Presented>] ? SameKeys<Presented, z.output<Schema>> : false;
+
+/**
+ * Every member of the string union `U`, listed for a `z.enum`: a member missing from the list is a
+ * compile error naming it (PresenterMatches alone lets a schema allow fewer values than a presenter sends).
+ */
+export function everyValueOf<U extends string>() {
+  return <const V extends readonly [U, ...U[]]>(values: V & ([Exclude<U, V[number]>] extends [never] ? unknown : { missing: Exclude<U, V[number]> })): V => values;
+}

@@ -8,7 +8,10 @@ import { presentAnthropicModel, presentAnthropicModelPage, presentMessage } from
 import { presentChatCompletion, presentOpenAIModel, presentOpenAIModels } from '../../presenters/openai';
 import { presentVideo, presentVideoList } from '../../presenters/openai-media';
 import { presentResponse } from '../../presenters/responses';
-import type { PresenterMatches } from './shape';
+import type { FinishReason } from '../../../shared/providers/types';
+import type { AnthropicStopReason } from '../../presenters/anthropic';
+import type { ResponseStatus } from '../../presenters/responses';
+import { everyValueOf, PresenterMatches } from './shape';
 
 const JsonObject = z.record(z.string(), z.unknown());
 
@@ -36,7 +39,7 @@ export const ChatCompletion = z
         index: z.number().int(),
         message: z.strictObject({ role: z.literal('assistant'), content: z.string().nullable(), refusal: z.null(), tool_calls: z.array(ToolCall).optional() }),
         logprobs: z.null(),
-        finish_reason: z.enum(['stop', 'length', 'tool_calls', 'content_filter']),
+        finish_reason: z.enum(everyValueOf<FinishReason>()(['stop', 'length', 'tool_calls', 'content_filter'])),
       }),
     ),
     usage: Usage,
@@ -56,7 +59,7 @@ export const AnthropicMessage = z
         z.strictObject({ type: z.literal('tool_use'), id: z.string(), name: z.string(), input: JsonObject }),
       ]),
     ),
-    stop_reason: z.enum(['end_turn', 'max_tokens', 'stop_sequence', 'tool_use', 'refusal']),
+    stop_reason: z.enum(everyValueOf<AnthropicStopReason>()(['end_turn', 'max_tokens', 'stop_sequence', 'tool_use', 'refusal'])),
     stop_sequence: z.string().nullable(),
     usage: z.strictObject({ input_tokens: z.number().int(), output_tokens: z.number().int(), cache_creation_input_tokens: z.number().int(), cache_read_input_tokens: z.number().int() }),
   })
@@ -74,7 +77,7 @@ export const ResponseObject = z
     id: z.string().meta({ example: 'resp_12' }),
     object: z.literal('response'),
     created_at: z.number().int(),
-    status: z.enum(['in_progress', 'completed', 'incomplete', 'failed', 'cancelled']),
+    status: z.enum(everyValueOf<ResponseStatus>()(['in_progress', 'completed', 'incomplete', 'failed', 'cancelled'])),
     background: z.boolean(),
     completed_at: z.number().int().nullable(),
     error: z.strictObject({ code: z.enum(['invalid_prompt', 'rate_limit_exceeded', 'server_error']), message: z.string() }).nullable(),
