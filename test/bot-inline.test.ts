@@ -176,6 +176,20 @@ describe('a chosen inline result', () => {
     expect((await telegramGenerations(app, ed.id)).map((g) => g.modelSlug)).toEqual(['fake-image']);
     expect(await balanceOf(ed.id)).toBe(46);
   });
+  it('that fails: the inline message says so, and nothing is charged', async () => {
+    const jo = person('en', 'Jo');
+    const { id } = await ask(jo, 'a forbidden thing');
+    fake.next({ kind: 'refuse', message: 'the provider refused this prompt' });
+    const { inlineMessageId } = tg.inline.choose(id, 'i:fake-image');
+    const text = await tg.waitFor(() => {
+      const shown = tg.inline.messages.get(inlineMessageId ?? '')?.text;
+      return shown && !shown.includes('Drawing') ? shown : undefined;
+    });
+    expect(text).toMatch(/^a forbidden thing\n\n.*the provider refused this prompt/s);
+    expect((await telegramGenerations(app, jo.id)).map((g) => g.status)).toEqual(['failed']);
+    expect(await telegramCharges(app, jo.id)).toHaveLength(0);
+    expect(await balanceOf(jo.id)).toBe(50);
+  });
 });
 
 describe('refusals', () => {

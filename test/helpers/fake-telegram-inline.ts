@@ -8,7 +8,16 @@
  * Telegram would, or a file id).
  */
 import { randomBytes } from 'node:crypto';
-import type { TgUser, Update } from './fake-telegram';
+
+/** The person asking (fake-telegram.ts's TgUser and Update; not imported, so the two files do not import each other). */
+interface TgUser {
+  id: number;
+  is_bot: boolean;
+  first_name: string;
+  username?: string;
+  language_code?: string;
+}
+type Update = Record<string, unknown> & { update_id: number };
 
 export interface InlineAnswer {
   results: Array<Record<string, unknown>>;
