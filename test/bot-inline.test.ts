@@ -192,6 +192,27 @@ describe('a chosen inline result', () => {
   });
 });
 
+describe('an image Telegram cannot fetch', () => {
+  it('turns the placeholder into where to find it, not "Drawing…" forever', async () => {
+    const kim = person('en', 'Kim');
+    const { id } = await ask(kim, 'a quiet harbour');
+    // PUBLIC_BASE_URL unreachable for Telegram (a localhost default, a firewall).
+    const handler = appHandler;
+    appHandler = null;
+    try {
+      const { inlineMessageId } = tg.inline.choose(id, 'i:fake-image');
+      const text = await tg.waitFor(() => {
+        const shown = tg.inline.messages.get(inlineMessageId ?? '')?.text;
+        return shown && !shown.includes('Drawing') ? shown : undefined;
+      });
+      expect(text).toBe('🖼 a quiet harbour\n\nThe image is ready, but Telegram could not fetch it from this server. Open the bot: /history sends it.');
+    } finally {
+      appHandler = handler;
+    }
+    expect((await telegramGenerations(app, kim.id)).map((g) => g.status)).toEqual(['completed']);
+  });
+});
+
 describe('refusals', () => {
   it('a balance that covers nothing: one result saying so, and nothing charged', async () => {
     const fay = person('en', 'Fay');

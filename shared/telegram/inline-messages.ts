@@ -119,10 +119,19 @@ export class InlineDelivery {
       await editInlineMessage(this.api, this.deps.config.publicBaseUrl, message, generation);
     } catch (error) {
       if (isTransient(error)) throw error;
-      // Telegram refused it (the message was deleted, the URL could not be fetched): nothing to retry.
+      // Telegram refused it (the message was deleted, the image URL could not be fetched): not retried.
       this.deps.log.warn({ err: (error as Error).message, generationId }, 'telegram refused an inline result');
+      if (message.kind === 'image' && generation.status === 'completed') await this.sayImageUnreachable(message);
     }
     await this.messages.delete(generationId);
+  }
+
+  /** The image is made and charged, but the inline message cannot show it: say where it is instead of "Drawing…" forever. */
+  private async sayImageUnreachable(message: InlineMessage): Promise<void> {
+    const text = clip(INLINE_TEXTS[languageOf(message.language)].imageUnreachable(message.prompt), MESSAGE_LIMIT);
+    await this.api.editMessageTextInline(message.inlineMessageId, text).catch((error: unknown) => {
+      if (isTransient(error)) throw error;
+    });
   }
 }
 

@@ -18,6 +18,8 @@ export interface InlineTexts {
   openBotButton: string;
   chatAnswer(prompt: string, answer: string): string;
   imageCaption(prompt: string): string;
+  /** Telegram could not fetch the finished image from PUBLIC_BASE_URL. */
+  imageUnreachable(prompt: string): string;
   refusalTitle: string;
   /** A refused result's description, said before anything is charged. */
   unaffordable(what: 'chat' | 'image', price: number, balance: number): string;
@@ -37,6 +39,7 @@ const en: InlineTexts = {
   openBotButton: '🤖 Open the bot',
   chatAnswer: (prompt, answer) => `💬 ${prompt}\n\n${answer}`,
   imageCaption: (prompt) => `🖼 ${prompt}`,
+  imageUnreachable: (prompt) => `🖼 ${prompt}\n\nThe image is ready, but Telegram could not fetch it from this server. Open the bot: /history sends it.`,
   refusalTitle: '⚠️ Not available right now',
   unaffordable: (what, price, balance) =>
     `${what === 'chat' ? 'An answer' : 'An image'} costs ${counted('en', price, 'token')}; you have ${counted('en', balance, 'token')}. Nothing is charged.`,
@@ -54,6 +57,7 @@ const ru: InlineTexts = {
   openBotButton: '🤖 Открыть бота',
   chatAnswer: (prompt, answer) => `💬 ${prompt}\n\n${answer}`,
   imageCaption: (prompt) => `🖼 ${prompt}`,
+  imageUnreachable: (prompt) => `🖼 ${prompt}\n\nКартинка готова, но Telegram не смог загрузить её с этого сервера. Откройте бота: /history пришлёт её.`,
   refusalTitle: '⚠️ Сейчас недоступно',
   unaffordable: (what, price, balance) =>
     `${what === 'chat' ? 'Ответ' : 'Картинка'} стоит ${counted('ru', price, 'token')}, у вас ${counted('ru', balance, 'token')}. Ничего не списано.`,
