@@ -26,6 +26,6 @@ export interface PageWindow {
   MutationObserver: new (callback: () => void) => { observe(target: PageNode, options: Record<string, boolean>): void };
   __streamed?: string[];
   __cspViolations?: string[];
-  axe?: { run(context: unknown, options: unknown): Promise<{ violations: Array<{ id: string; impact: string | null; help: string; nodes: Array<{ target: string[] }> }> }> };
+  axe?: { run(context: unknown, options: unknown): Promise<{ passes: unknown[]; violations: Array<{ id: string; impact: string | null; help: string; nodes: Array<{ target: string[] }> }> }> };
 }
 

@@ -24,14 +24,24 @@ export function SettingsPage(): JSX.Element {
     loadSessions();
   }, []);
 
+  // Shown at once (a radio or checkbox must not bounce back while the request runs); undone if refused.
   const save = (change: Partial<Settings>): void => {
+    if (!settings) return;
+    const before = settings;
+    setSettings({ ...settings, ...change });
     setSaved(false);
     setError(null);
-    patch<Settings>('/user/settings', change).then((next) => {
-      setSettings(next);
-      setSaved(true);
-      if (change.language) account.setLanguage(next.language);
-    }, setError);
+    patch<Settings>('/user/settings', change).then(
+      (next) => {
+        setSettings(next);
+        setSaved(true);
+        if (change.language) account.setLanguage(next.language);
+      },
+      (e: unknown) => {
+        setSettings(before);
+        setError(e);
+      },
+    );
   };
 
   if (!settings) return error ? <ErrorNotice error={error} /> : <Loading />;
