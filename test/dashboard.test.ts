@@ -160,6 +160,20 @@ describe('a newcomer in the dashboard', () => {
     expect(history.body.items.map((i: { model_slug: string; is_favorited: boolean }) => [i.model_slug, i.is_favorited])).toEqual([['fake-art', true]]);
   });
 
+  it('charts what was spent today on the overview, with the numbers in a table too', async () => {
+    await page.getByRole('link', { name: 'Overview' }).click();
+    await page.getByTestId('balance-total').waitFor();
+    expect(await page.getByTestId('balance-total').textContent()).toBe('42');
+    expect(await page.getByTestId('usage-period').textContent()).toBe('Used this period: 8 of 50 tokens');
+    expect(await page.getByTestId('usage-hour').textContent()).toBe('This hour: 3 of 5 generations left');
+    await page.locator('.chart canvas').waitFor();
+    await page.getByText('Tokens spent per day, as a table').click();
+    const rows = page.locator('details table tbody tr');
+    expect(await rows.count()).toBe(14);
+    expect(await rows.last().locator('td').last().textContent()).toBe('8');
+    await screenshot(page, 'overview-after-use');
+  });
+
   it('says in words what to do when the balance is too low', async () => {
     await page.getByRole('link', { name: 'Playground' }).click();
     await page.getByLabel('Model').selectOption('fake-expensive');

@@ -73,6 +73,8 @@ export function useDashboard(env: Record<string, string> = {}, options: TestAppO
     const port = await freePort();
     const baseUrl = `http://127.0.0.1:${port}`;
     const app = await startTestApp({ WEB_DIR: web.dir, PUBLIC_BASE_URL: baseUrl, ...env }, { ...options, port });
+    // The browser keeps real time: the server's clock starts there too, so "today" is one day for both.
+    app.clock.set(new Date());
     const browser = await chromium.launch({
       executablePath: CHROMIUM_PATH,
       args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],

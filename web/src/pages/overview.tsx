@@ -207,7 +207,7 @@ function TopUp({ onRedeemed }: { onRedeemed: () => void }): JSX.Element {
             <ul>
               {products.token_packs.map((p) => (
                 <li key={p.id}>
-                  {p.name}: {formatTokens(p.tokens, lang)} — {formatPrice(p.price, lang)}
+                  {p.name} — {formatPrice(p.price, lang)}
                 </li>
               ))}
             </ul>
@@ -217,7 +217,7 @@ function TopUp({ onRedeemed }: { onRedeemed: () => void }): JSX.Element {
             <ul>
               {products.plans.map((p) => (
                 <li key={p.id}>
-                  {t(`plan.${p.plan}`)}: {formatTokens(p.token_limit, lang)} — {formatPrice(p.price, lang)}
+                  {t('overview.planLine', { plan: t(`plan.${p.plan}`), n: formatTokens(p.token_limit, lang), price: formatPrice(p.price, lang) })}
                 </li>
               ))}
             </ul>
