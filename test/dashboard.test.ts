@@ -140,8 +140,10 @@ describe('a newcomer in the dashboard', () => {
     await expect(page.getByTestId('history-item')).toHaveCountLater(1);
     expect(await page.getByTestId('history-item').first().textContent()).toContain('a lighthouse at dusk');
     await page.getByLabel('Favorites only').uncheck();
+    await expect(page.getByTestId('history-item')).toHaveCountLater(2);
 
     await page.getByLabel('Category').selectOption('text');
+    await expect(page.getByTestId('history-item').filter({ hasText: 'a lighthouse at dusk' })).toHaveCountLater(0);
     await expect(page.getByTestId('history-item')).toHaveCountLater(1);
     expect(await page.getByTestId('history-item').first().textContent()).toContain('Tell me about the sea');
 
