@@ -19,7 +19,7 @@ const en = {
   'nav.keys': 'API keys',
   'nav.settings': 'Settings',
   'nav.signOut': 'Sign out',
-  'nav.balance': 'Balance: {n} tokens',
+  'nav.balance': 'Balance: {n} {tokens:n}',
   'auth.signIn': 'Sign in',
   'auth.register': 'Create an account',
   'auth.email': 'E-mail',
@@ -51,7 +51,7 @@ const en = {
   'overview.bonus': 'Bonus',
   'overview.held': 'Held for running work',
   'overview.usage': 'Usage',
-  'overview.period': 'Used this period: {used} of {limit} tokens',
+  'overview.period': 'Used this period: {used} of {limit} {tokens:limit}',
   'overview.hourly': 'This hour: {left} of {limit} generations left',
   'overview.daily': 'Today: {left} of {limit} generations left',
   'overview.unlimited': 'No hourly or daily limit',
@@ -63,10 +63,10 @@ const en = {
   'overview.topUp': 'Top up or upgrade',
   'overview.redeem': 'Redeem a code',
   'overview.code': 'Code',
-  'overview.redeemed': 'Done: your balance is now {n} tokens.',
+  'overview.redeemed': 'Done: your balance is now {n} {tokens:n}.',
   'overview.packs': 'Token packs',
   'overview.plans': 'Plans',
-  'overview.planLine': '{plan}: {n} tokens a month — {price}',
+  'overview.planLine': '{plan}: {n} {tokens:n} a month — {price}',
   'overview.buyLater': 'Buying online is coming; meanwhile the operator can sell you a code.',
   'plan.free': 'Starter',
   'plan.basic': 'Basic',
@@ -83,18 +83,18 @@ const en = {
   'play.title': 'Playground',
   'play.model': 'Model',
   'play.needs': 'needs {plan}',
-  'play.range': '{min}–{max} tokens',
-  'play.one': '{n} tokens',
+  'play.range': '{min}–{max} {tokens:max}',
+  'play.one': '{n} {tokens:n}',
   'play.prompt': 'Prompt',
   'play.options': 'Options',
   'play.default': 'default',
-  'play.price': 'Price: {n} tokens',
+  'play.price': 'Price: {n} {tokens:n}',
   'play.pricing': 'Working out the price…',
-  'play.run': 'Generate for {n} tokens',
+  'play.run': 'Generate for {n} {tokens:n}',
   'play.running': 'Generating…',
   'play.cancel': 'Stop',
   'play.result': 'Result',
-  'play.charged': 'Charged {n} tokens. Balance: {balance}.',
+  'play.charged': 'Charged {n} {tokens:n}. Balance: {balance}.',
   'play.failed': 'It did not work: {error}. Nothing was charged.',
   'play.pending': 'In progress{eta}',
   'play.eta': ', about {s} s left',
@@ -114,7 +114,7 @@ const en = {
   'history.favorite': 'Favorite',
   'history.delete': 'Delete',
   'history.confirmDelete': 'Delete this generation and its files? This cannot be undone.',
-  'history.tokens': '{n} tokens',
+  'history.tokens': '{n} {tokens:n}',
   'history.rate': 'Rating',
   'status.pending': 'In progress',
   'status.completed': 'Done',
@@ -154,7 +154,7 @@ const en = {
   'common.close': 'Close',
   'common.retry': 'Try again',
   'error.network': 'The server cannot be reached. Check your connection and try again.',
-  'error.insufficientTokens': 'This costs {price} tokens and you have {available}.',
+  'error.insufficientTokens': 'This costs {price} {tokens:price} and you have {available}.',
   'error.insufficientTokensShort': 'Your balance is too low for this.',
   'error.topUp': 'Top up or upgrade',
   'error.plan': 'Your plan does not include this.',
@@ -196,7 +196,7 @@ const ru: Record<MessageKey, string> = {
   'nav.keys': 'API-ключи',
   'nav.settings': 'Настройки',
   'nav.signOut': 'Выйти',
-  'nav.balance': 'Баланс: {n} токенов',
+  'nav.balance': 'Баланс: {n} {tokens:n}',
   'auth.signIn': 'Войти',
   'auth.register': 'Создать аккаунт',
   'auth.email': 'Электронная почта',
@@ -228,7 +228,7 @@ const ru: Record<MessageKey, string> = {
   'overview.bonus': 'Бонусные',
   'overview.held': 'Зарезервировано под текущие задачи',
   'overview.usage': 'Расход',
-  'overview.period': 'Израсходовано за период: {used} из {limit} токенов',
+  'overview.period': 'Израсходовано за период: {used} из {limit} {tokens:limit}',
   'overview.hourly': 'В этот час осталось генераций: {left} из {limit}',
   'overview.daily': 'Сегодня осталось генераций: {left} из {limit}',
   'overview.unlimited': 'Без часовых и дневных ограничений',
@@ -240,10 +240,10 @@ const ru: Record<MessageKey, string> = {
   'overview.topUp': 'Пополнить или сменить тариф',
   'overview.redeem': 'Активировать код',
   'overview.code': 'Код',
-  'overview.redeemed': 'Готово: на балансе {n} токенов.',
+  'overview.redeemed': 'Готово: на балансе {n} {tokens:n}.',
   'overview.packs': 'Пакеты токенов',
   'overview.plans': 'Тарифы',
-  'overview.planLine': '{plan}: {n} токенов в месяц — {price}',
+  'overview.planLine': '{plan}: {n} {tokens:n} в месяц — {price}',
   'overview.buyLater': 'Оплата онлайн скоро появится; пока код можно купить у оператора.',
   'plan.free': 'Стартовый',
   'plan.basic': 'Базовый',
@@ -260,18 +260,18 @@ const ru: Record<MessageKey, string> = {
   'play.title': 'Генерация',
   'play.model': 'Модель',
   'play.needs': 'нужен тариф {plan}',
-  'play.range': '{min}–{max} токенов',
-  'play.one': '{n} токенов',
+  'play.range': '{min}–{max} {tokens:max}',
+  'play.one': '{n} {tokens:n}',
   'play.prompt': 'Запрос',
   'play.options': 'Параметры',
   'play.default': 'по умолчанию',
-  'play.price': 'Цена: {n} токенов',
+  'play.price': 'Цена: {n} {tokens:n}',
   'play.pricing': 'Считаем цену…',
-  'play.run': 'Сгенерировать за {n} токенов',
+  'play.run': 'Сгенерировать за {n} {tokens:n}',
   'play.running': 'Генерируем…',
   'play.cancel': 'Остановить',
   'play.result': 'Результат',
-  'play.charged': 'Списано {n} токенов. Баланс: {balance}.',
+  'play.charged': 'Списано {n} {tokens:n}. Баланс: {balance}.',
   'play.failed': 'Не получилось: {error}. Ничего не списано.',
   'play.pending': 'Выполняется{eta}',
   'play.eta': ', осталось около {s} с',
@@ -291,7 +291,7 @@ const ru: Record<MessageKey, string> = {
   'history.favorite': 'В избранное',
   'history.delete': 'Удалить',
   'history.confirmDelete': 'Удалить эту генерацию и её файлы? Это нельзя отменить.',
-  'history.tokens': '{n} токенов',
+  'history.tokens': '{n} {tokens:n}',
   'history.rate': 'Оценка',
   'status.pending': 'Выполняется',
   'status.completed': 'Готово',
@@ -331,7 +331,7 @@ const ru: Record<MessageKey, string> = {
   'common.close': 'Закрыть',
   'common.retry': 'Повторить',
   'error.network': 'Сервер недоступен. Проверьте подключение и попробуйте ещё раз.',
-  'error.insufficientTokens': 'Это стоит {price} токенов, а у вас {available}.',
+  'error.insufficientTokens': 'Это стоит {price} {tokens:price}, а у вас {available}.',
   'error.insufficientTokensShort': 'На балансе недостаточно токенов.',
   'error.topUp': 'Пополнить или сменить тариф',
   'error.plan': 'Ваш тариф этого не включает.',
@@ -361,9 +361,24 @@ const dictionaries: Record<Language, Record<MessageKey, string>> = { en, ru };
 
 export type Translate = (key: MessageKey, vars?: Record<string, string | number>) => string;
 
+/** "token" in the form its number asks for (`{tokens:n}` in a message: the noun for the number in `n`). */
+const TOKEN_NOUN: Record<Language, Partial<Record<Intl.LDMLPluralRule, string>> & { other: string }> = {
+  en: { one: 'token', other: 'tokens' },
+  ru: { one: 'токен', few: 'токена', many: 'токенов', other: 'токена' },
+};
+
 export function translator(language: Language): Translate {
   const words = dictionaries[language];
-  return (key, vars = {}) => words[key].replace(/\{(\w+)\}/g, (whole, name: string) => (name in vars ? String(vars[name]) : whole));
+  const plural = new Intl.PluralRules(language === 'ru' ? 'ru-RU' : 'en-GB');
+  const nouns = TOKEN_NOUN[language];
+  return (key, vars = {}) =>
+    words[key]
+      .replace(/\{tokens:(\w+)\}/g, (_whole, name: string) => {
+        // The number may come formatted ("1,000", "8 000"): its digits are what counts.
+        const count = Number(String(vars[name] ?? '').replace(/[^\d.]/g, ''));
+        return nouns[plural.select(count)] ?? nouns.other;
+      })
+      .replace(/\{(\w+)\}/g, (whole, name: string) => (name in vars ? String(vars[name]) : whole));
 }
 
 export function browserLanguage(): Language {
