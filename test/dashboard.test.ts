@@ -190,6 +190,29 @@ describe('a newcomer in the dashboard', () => {
     await page.getByRole('heading', { name: 'Top up or upgrade' }).waitFor();
   });
 
+  it('says until when to wait once the hourly limit is reached', async () => {
+    // The free plan allows 5 generations an hour; the page has asked for 3 so far.
+    const token = await accessTokenFor();
+    const used = await d.rig.app.http().get('/api/v2/user/me').set('authorization', `Bearer ${token}`);
+    const left = Number(used.headers['x-ratelimit-remaining-hour']);
+    for (let i = 0; i < left; i++) {
+      await d.rig.app.http().post('/api/v2/generate').set('authorization', `Bearer ${token}`).send({ model: 'fake-text', prompt: 'spend the hour' }).expect(200);
+    }
+    await page.getByRole('link', { name: 'Playground' }).click();
+    await page.getByLabel('Model').selectOption('fake-text');
+    await page.getByLabel('Prompt', { exact: true }).fill('one more');
+    await page.getByRole('button', { name: 'Generate for 2 tokens' }).click();
+    const alert = page.getByRole('alert');
+    await alert.waitFor();
+    const text = (await alert.textContent()) ?? '';
+    const at = /^You have reached your plan’s limit for now\. Try again at (\d{2}):(\d{2})\.$/.exec(text);
+    expect([text, at !== null]).toEqual([text, true]);
+    // Within the hour to come, in the reader's clock.
+    const now = new Date();
+    const minutesAhead = ((Number(at?.[1]) * 60 + Number(at?.[2]) - (now.getHours() * 60 + now.getMinutes())) + 1440) % 1440;
+    expect(minutesAhead).toBeLessThanOrEqual(61);
+  });
+
   it('signs out, and back in after resetting the password from the mailed link', async () => {
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.waitForURL('**/sign-in**');
