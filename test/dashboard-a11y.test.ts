@@ -24,8 +24,10 @@ const SIGNED_IN_PAGES: Array<[string, string, string]> = [
   ['overview', '/overview', 'Overview'],
   ['playground', '/playground', 'Playground'],
   ['history', '/history', 'History'],
+  ['transactions', '/transactions', 'Transactions'],
   ['keys', '/keys', 'API keys'],
   ['settings', '/settings', 'Settings'],
+  ['account', '/account', 'Account'],
 ];
 
 async function signIn(page: Page, user: TestUser): Promise<void> {

@@ -19,6 +19,8 @@ import { Playground } from './pages/playground';
 import { History } from './pages/history';
 import { Keys } from './pages/keys';
 import { SettingsPage } from './pages/settings';
+import { Transactions } from './pages/transactions';
+import { AccountPage } from './pages/account';
 
 const PUBLIC_PAGES = new Set(['/sign-in', '/register', '/forgot-password', '/reset-password']);
 
@@ -127,6 +129,10 @@ function PrivatePage({ path }: { path: string }): JSX.Element {
       return <Keys />;
     case '/settings':
       return <SettingsPage />;
+    case '/transactions':
+      return <Transactions />;
+    case '/account':
+      return <AccountPage />;
     default:
       return <NotFound />;
   }
@@ -149,8 +155,10 @@ const NAV = [
   ['/overview', 'nav.overview'],
   ['/playground', 'nav.playground'],
   ['/history', 'nav.history'],
+  ['/transactions', 'nav.transactions'],
   ['/keys', 'nav.keys'],
   ['/settings', 'nav.settings'],
+  ['/account', 'nav.account'],
 ] as const;
 
 function Header({ account, path }: { account: Account; path: string }): JSX.Element {

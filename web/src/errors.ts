@@ -60,6 +60,8 @@ export function explain(error: unknown, i18n: I18n, context: 'account' | 'auth' 
       return { message: t('error.session'), action: { label: t('auth.signIn'), href: '/sign-in' } };
     case 'not_found':
       return { message: t('error.notFound') };
+    case 'wrong_password':
+      return { message: t('error.wrongPassword') };
     case 'limit_reached':
       return { message: t('error.keyLimit') };
     case 'feature_disabled':

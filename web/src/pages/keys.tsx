@@ -102,7 +102,7 @@ export function Keys(): JSX.Element {
       ) : keys.length === 0 ? (
         allowed ? <p>{t('keys.none')}</p> : null
       ) : (
-        <div class="table-wrap">
+        <div class="table-wrap" tabIndex={0} role="region" aria-label={t('keys.title')}>
           <table class="keys">
             <thead>
               <tr>
