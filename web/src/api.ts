@@ -132,6 +132,13 @@ export async function call<T>(method: string, path: string, body?: unknown, sign
   return { data, headers: response.headers };
 }
 
+/** A multipart upload (the browser sets the boundary); JSON back. */
+export async function postForm<T>(path: string, form: FormData): Promise<T> {
+  const response = await authorizedFetch(`/api/v2${path}`, { method: 'POST', body: form });
+  if (!response.ok) throw await errorFrom(response);
+  return (await response.json()) as T;
+}
+
 export const get = async <T>(path: string, signal?: AbortSignal): Promise<T> => (await call<T>('GET', path, undefined, signal)).data;
 export const post = async <T>(path: string, body: unknown = {}): Promise<T> => (await call<T>('POST', path, body)).data;
 export const patch = async <T>(path: string, body: unknown): Promise<T> => (await call<T>('PATCH', path, body)).data;

@@ -7,10 +7,11 @@
 import type { JSX } from 'preact';
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { useAccount } from '../account';
-import { ApiError, get, post, streamGeneration } from '../api';
+import { ApiError, get, post, postForm, streamGeneration } from '../api';
 import { defaultParams, ParamForm, paramValues } from '../components/param-form';
 import type { RawParams } from '../components/param-form';
 import { ResultView } from '../components/result';
+import { uploadForm, UploadInputs, uploadPlan } from '../components/uploads';
 import { ErrorNotice, Loading, PageTitle } from '../components/ui';
 import { formatTokens } from '../format';
 import { useI18n } from '../i18n';
@@ -40,6 +41,7 @@ export function Playground(): JSX.Element {
   const [slug, setSlug] = useState('');
   const [prompt, setPrompt] = useState('');
   const [raw, setRaw] = useState<RawParams>({});
+  const [files, setFiles] = useState<Record<string, File>>({});
   const [price, setPrice] = useState<{ quote: PriceQuote | null; error: unknown; busy: boolean }>({ quote: null, error: null, busy: false });
   const [run, setRun] = useState<Run>({ kind: 'idle' });
   const [error, setError] = useState<unknown>(null);
@@ -60,10 +62,14 @@ export function Playground(): JSX.Element {
   }, []);
 
   const model = useMemo(() => models?.find((m) => m.slug === slug) ?? null, [models, slug]);
+  const uploads = useMemo(() => (model ? uploadPlan(model) : null), [model]);
+  // A chosen file stands for the URL parameter of the same input.
+  const hiddenParams = ['system_prompt', ...(uploads?.fields.filter((f) => files[f.name]).map((f) => f.replaces) ?? [])];
 
   function choose(next: Model): void {
     setSlug(next.slug);
     setRaw(defaultParams(next.params));
+    setFiles({});
     setRun({ kind: 'idle' });
   }
 
@@ -142,6 +148,11 @@ export function Playground(): JSX.Element {
           },
           typeof last.content === 'string' ? last.content : text,
         );
+      } else if (uploads && Object.keys(files).length > 0) {
+        setRun({ kind: 'pending', generation: { id: 0, status: 'pending', category: model.category, model_slug: model.slug, result_text: null, result_url: null, thumbnail_url: null, error: null, tokens_spent: 0 } });
+        const generation = await postForm<Generation>(uploads.path, uploadForm(model, uploads, files, prompt, paramValues(model.params, raw)));
+        if (generation.status === 'pending') await poll(generation);
+        else await finish(generation);
       } else {
         setRun({ kind: 'pending', generation: { id: 0, status: 'pending', category: model.category, model_slug: model.slug, result_text: null, result_url: null, thumbnail_url: null, error: null, tokens_spent: 0 } });
         const generation = await post<Generation>('/generate', body);
@@ -204,10 +215,11 @@ export function Playground(): JSX.Element {
             <textarea name="prompt" rows={4} required={model.category !== 'tool'} value={prompt} onInput={(e) => setPrompt(e.currentTarget.value)} />
           </label>
         ) : null}
+        {model && uploads ? <UploadInputs key={model.slug} plan={uploads} files={files} onChange={setFiles} /> : null}
         {model && Object.keys(model.params).length > 0 ? (
           <details class="options">
             <summary>{t('play.options')}</summary>
-            <ParamForm specs={model.params} values={raw} onChange={setRaw} hidden={['system_prompt']} />
+            <ParamForm specs={model.params} values={raw} onChange={setRaw} hidden={hiddenParams} />
           </details>
         ) : null}
         <p class="price" aria-live="polite" data-testid="price">
