@@ -23,6 +23,7 @@ const SIGNED_OUT_PAGES: Array<[string, string]> = [
 const SIGNED_IN_PAGES: Array<[string, string, string]> = [
   ['overview', '/overview', 'Overview'],
   ['playground', '/playground', 'Playground'],
+  ['assistants', '/assistants', 'Assistants'],
   ['history', '/history', 'History'],
   ['transactions', '/transactions', 'Transactions'],
   ['keys', '/keys', 'API keys'],
@@ -53,7 +54,7 @@ async function tabTo(page: Page, matches: (focused: { tag: string; text: string;
 
 describe('the dashboard for everyone', () => {
   const fake = new FakeProvider('fake');
-  const d = useDashboard({ CATALOG_PATH }, { providers: [fake.adapter()] });
+  const d = useDashboard({ CATALOG_PATH, ASSISTANTS_PATH: path.join(__dirname, 'fixtures/assistants.json') }, { providers: [fake.adapter()] });
   let user: TestUser;
   const contexts: BrowserContext[] = [];
 
@@ -70,6 +71,7 @@ describe('the dashboard for everyone', () => {
     await d.rig.app.http().post('/api/v2/generate').set('authorization', auth).send({ model: 'fake-image', prompt: 'a red kite' }).expect(200);
     await d.rig.app.http().post('/api/v2/generate').set('authorization', auth).send({ model: 'fake-text', prompt: 'hello' }).expect(200);
     await d.rig.app.http().post('/api/v2/keys').set('authorization', auth).send({ name: 'laptop' }).expect(201);
+    await d.rig.app.http().post('/api/v2/assistants/marketplace/poet/install').set('authorization', auth).expect(201);
   });
   afterAll(async () => {
     for (const context of contexts) await context.close();

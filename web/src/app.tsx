@@ -21,6 +21,7 @@ import { Keys } from './pages/keys';
 import { SettingsPage } from './pages/settings';
 import { Transactions } from './pages/transactions';
 import { AccountPage } from './pages/account';
+import { Assistants } from './pages/assistants';
 
 const PUBLIC_PAGES = new Set(['/sign-in', '/register', '/forgot-password', '/reset-password']);
 
@@ -133,6 +134,8 @@ function PrivatePage({ path }: { path: string }): JSX.Element {
       return <Transactions />;
     case '/account':
       return <AccountPage />;
+    case '/assistants':
+      return <Assistants />;
     default:
       return <NotFound />;
   }
@@ -154,6 +157,7 @@ function NotFound(): JSX.Element {
 const NAV = [
   ['/overview', 'nav.overview'],
   ['/playground', 'nav.playground'],
+  ['/assistants', 'nav.assistants'],
   ['/history', 'nav.history'],
   ['/transactions', 'nav.transactions'],
   ['/keys', 'nav.keys'],

@@ -143,3 +143,15 @@ export interface Products {
   token_packs: Array<{ id: string; name: string; tokens: number; price: { amount: number; currency: string } }>;
   plans: Array<{ id: string; plan: PlanName; name: string; token_limit: number; price: { amount: number; currency: string } }>;
 }
+
+export interface AssistantInfo {
+  id: string;
+  name: string;
+  description: string;
+  model: string;
+  category: string;
+  installs: number;
+  rating: number | null;
+  user_rating?: number | null;
+  default_params?: Record<string, unknown>;
+}

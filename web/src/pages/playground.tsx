@@ -15,9 +15,9 @@ import { uploadForm, UploadInputs, uploadPlan } from '../components/uploads';
 import { ErrorNotice, Loading, PageTitle } from '../components/ui';
 import { formatTokens } from '../format';
 import { useI18n } from '../i18n';
-import { Link } from '../router';
+import { Link, navigate, useLocation } from '../router';
 import { CATEGORIES, PLAN_ORDER } from '../types';
-import type { Generation, Model, PriceQuote } from '../types';
+import type { AssistantInfo, Generation, Model, PriceQuote } from '../types';
 
 const POLL_MS = 1500;
 const PRICE_DEBOUNCE_MS = 250;
@@ -42,6 +42,8 @@ export function Playground(): JSX.Element {
   const [prompt, setPrompt] = useState('');
   const [raw, setRaw] = useState<RawParams>({});
   const [files, setFiles] = useState<Record<string, File>>({});
+  const [assistant, setAssistant] = useState<AssistantInfo | null>(null);
+  const assistantId = useLocation().query.get('assistant');
   const [price, setPrice] = useState<{ quote: PriceQuote | null; error: unknown; busy: boolean }>({ quote: null, error: null, busy: false });
   const [run, setRun] = useState<Run>({ kind: 'idle' });
   const [error, setError] = useState<unknown>(null);
@@ -50,10 +52,19 @@ export function Playground(): JSX.Element {
 
   useEffect(() => {
     mounted.current = true;
-    get<{ models: Model[] }>('/models').then((answer) => {
+    const installed = assistantId ? get<{ assistants: AssistantInfo[] }>('/assistants').then((a) => a.assistants.find((x) => x.id === assistantId) ?? null) : Promise.resolve(null);
+    Promise.all([get<{ models: Model[] }>('/models'), installed]).then(([answer, chosen]) => {
       setModels(answer.models);
-      const first = answer.models.find((m) => rank(m.min_plan) <= rank(account.user.plan));
+      const own = chosen ? answer.models.find((m) => m.slug === chosen.model) : undefined;
+      const first = own ?? answer.models.find((m) => rank(m.min_plan) <= rank(account.user.plan));
       if (first) choose(first);
+      // The assistant's defaults fill the form, so the price shown is the price charged.
+      if (own && chosen) {
+        setAssistant(chosen);
+        const preset: RawParams = {};
+        for (const [name, value] of Object.entries(chosen.default_params ?? {})) if (name in own.params) preset[name] = typeof value === 'boolean' ? value : String(value);
+        setRaw({ ...defaultParams(own.params), ...preset });
+      }
     }, setError);
     return () => {
       mounted.current = false;
@@ -67,6 +78,7 @@ export function Playground(): JSX.Element {
   const hiddenParams = ['system_prompt', ...(uploads?.fields.filter((f) => files[f.name]).map((f) => f.replaces) ?? [])];
 
   function choose(next: Model): void {
+    setAssistant((current) => (current && current.model !== next.slug ? null : current));
     setSlug(next.slug);
     setRaw(defaultParams(next.params));
     setFiles({});
@@ -75,8 +87,8 @@ export function Playground(): JSX.Element {
 
   const body = useMemo((): Record<string, unknown> | null => {
     if (!model) return null;
-    return { model: model.slug, ...(prompt.trim() ? { prompt } : {}), ...paramValues(model.params, raw) };
-  }, [model, prompt, raw]);
+    return { model: model.slug, ...(assistant ? { assistant_id: assistant.id } : {}), ...(prompt.trim() ? { prompt } : {}), ...paramValues(model.params, raw) };
+  }, [model, prompt, raw, assistant]);
 
   // The exact price of what the form says now, asked again after each pause in typing.
   useEffect(() => {
@@ -209,6 +221,21 @@ export function Playground(): JSX.Element {
           </select>
         </label>
         {model?.description_en ? <p class="hint">{model.description_en}</p> : null}
+        {assistant ? (
+          <p class="notice info" data-testid="assistant">
+            {t('play.assistant', { name: assistant.name })}{' '}
+            <button
+              type="button"
+              class="link"
+              onClick={() => {
+                setAssistant(null);
+                navigate('/playground', { replace: true });
+              }}
+            >
+              {t('play.noAssistant')}
+            </button>
+          </p>
+        ) : null}
         {model && model.category !== 'stt' ? (
           <label>
             {t('play.prompt')}
