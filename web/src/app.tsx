@@ -22,6 +22,7 @@ import { SettingsPage } from './pages/settings';
 import { Transactions } from './pages/transactions';
 import { AccountPage } from './pages/account';
 import { Assistants } from './pages/assistants';
+import { Schedules } from './pages/schedules';
 
 const PUBLIC_PAGES = new Set(['/sign-in', '/register', '/forgot-password', '/reset-password']);
 
@@ -136,6 +137,8 @@ function PrivatePage({ path }: { path: string }): JSX.Element {
       return <AccountPage />;
     case '/assistants':
       return <Assistants />;
+    case '/schedules':
+      return <Schedules />;
     default:
       return <NotFound />;
   }
@@ -158,6 +161,7 @@ const NAV = [
   ['/overview', 'nav.overview'],
   ['/playground', 'nav.playground'],
   ['/assistants', 'nav.assistants'],
+  ['/schedules', 'nav.schedules'],
   ['/history', 'nav.history'],
   ['/transactions', 'nav.transactions'],
   ['/keys', 'nav.keys'],

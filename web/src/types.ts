@@ -155,3 +155,17 @@ export interface AssistantInfo {
   user_rating?: number | null;
   default_params?: Record<string, unknown>;
 }
+
+export interface ScheduleInfo {
+  id: number;
+  name: string;
+  cron: string;
+  model: string;
+  prompt: string;
+  is_active: boolean;
+  timezone: string;
+  next_run_at: string | null;
+  last_run_at: string | null;
+  last_generation_id: number | null;
+  last_error: string | null;
+}
