@@ -28,6 +28,7 @@ const SIGNED_IN_PAGES: Array<[string, string, string]> = [
   ['history', '/history', 'History'],
   ['transactions', '/transactions', 'Transactions'],
   ['keys', '/keys', 'API keys'],
+  ['webhooks', '/webhooks', 'Webhooks'],
   ['settings', '/settings', 'Settings'],
   ['account', '/account', 'Account'],
 ];
@@ -73,6 +74,7 @@ describe('the dashboard for everyone', () => {
     await d.rig.app.http().post('/api/v2/generate').set('authorization', auth).send({ model: 'fake-text', prompt: 'hello' }).expect(200);
     await d.rig.app.http().post('/api/v2/keys').set('authorization', auth).send({ name: 'laptop' }).expect(201);
     await d.rig.app.http().post('/api/v2/assistants/marketplace/poet/install').set('authorization', auth).expect(201);
+    await d.rig.app.http().post('/api/v2/webhooks').set('authorization', auth).send({ url: 'https://hooks.example.com/gensvc' }).expect(201);
     await d.rig.app.http().post('/api/v2/scheduled').set('authorization', auth).send({ name: 'morning verse', cron: '0 9 * * *', model: 'fake-text', prompt: 'a verse' }).expect(201);
   });
   afterAll(async () => {

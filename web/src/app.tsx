@@ -23,6 +23,7 @@ import { Transactions } from './pages/transactions';
 import { AccountPage } from './pages/account';
 import { Assistants } from './pages/assistants';
 import { Schedules } from './pages/schedules';
+import { Webhooks } from './pages/webhooks';
 
 const PUBLIC_PAGES = new Set(['/sign-in', '/register', '/forgot-password', '/reset-password']);
 
@@ -139,6 +140,8 @@ function PrivatePage({ path }: { path: string }): JSX.Element {
       return <Assistants />;
     case '/schedules':
       return <Schedules />;
+    case '/webhooks':
+      return <Webhooks />;
     default:
       return <NotFound />;
   }
@@ -165,6 +168,7 @@ const NAV = [
   ['/history', 'nav.history'],
   ['/transactions', 'nav.transactions'],
   ['/keys', 'nav.keys'],
+  ['/webhooks', 'nav.webhooks'],
   ['/settings', 'nav.settings'],
   ['/account', 'nav.account'],
 ] as const;

@@ -169,3 +169,26 @@ export interface ScheduleInfo {
   last_generation_id: number | null;
   last_error: string | null;
 }
+
+export interface WebhookInfo {
+  id: number;
+  url: string;
+  events: string[];
+  secret?: string;
+  is_active: boolean;
+  failing_since: string | null;
+  disabled_at: string | null;
+  created_at: string;
+}
+
+export interface DeliveryInfo {
+  id: number;
+  event: string;
+  generation_id: number | null;
+  status: string;
+  attempts: number;
+  last_status_code: number | null;
+  last_error: string | null;
+  created_at: string;
+  delivered_at: string | null;
+}
