@@ -56,7 +56,8 @@ async function tabTo(page: Page, matches: (focused: { tag: string; text: string;
 
 describe('the dashboard for everyone', () => {
   const fake = new FakeProvider('fake');
-  const d = useDashboard({ CATALOG_PATH, ASSISTANTS_PATH: path.join(__dirname, 'fixtures/assistants.json') }, { providers: [fake.adapter()] });
+  // A webhook's URL is checked when it is added: a loopback one the test allows (nothing is sent).
+  const d = useDashboard({ CATALOG_PATH, ASSISTANTS_PATH: path.join(__dirname, 'fixtures/assistants.json'), URL_FETCH_ALLOW: '127.0.0.1:9' }, { providers: [fake.adapter()] });
   let user: TestUser;
   const contexts: BrowserContext[] = [];
 
@@ -74,7 +75,7 @@ describe('the dashboard for everyone', () => {
     await d.rig.app.http().post('/api/v2/generate').set('authorization', auth).send({ model: 'fake-text', prompt: 'hello' }).expect(200);
     await d.rig.app.http().post('/api/v2/keys').set('authorization', auth).send({ name: 'laptop' }).expect(201);
     await d.rig.app.http().post('/api/v2/assistants/marketplace/poet/install').set('authorization', auth).expect(201);
-    await d.rig.app.http().post('/api/v2/webhooks').set('authorization', auth).send({ url: 'https://hooks.example.com/gensvc' }).expect(201);
+    await d.rig.app.http().post('/api/v2/webhooks').set('authorization', auth).send({ url: 'http://127.0.0.1:9/gensvc' }).expect(201);
     await d.rig.app.http().post('/api/v2/scheduled').set('authorization', auth).send({ name: 'morning verse', cron: '0 9 * * *', model: 'fake-text', prompt: 'a verse' }).expect(201);
   });
   afterAll(async () => {
