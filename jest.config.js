@@ -35,7 +35,7 @@ if (process.env.TEST_DATABASE_URL || process.env.TEST_REDIS_URL) {
     testPathIgnorePatterns: [
       '/node_modules/',
       '/test/local-(audio|tools|providers)\\.test\\.ts$',
-      '/test/(catalog|config|url-fetch|mail|storage|layers|setup|telegram-format)\\.test\\.ts$',
+      '/test/(catalog|config|url-fetch|mail|storage|layers|setup|telegram-format|dashboard-bundle|cron-helper)\\.test\\.ts$',
     ],
   });
 }

@@ -27,6 +27,7 @@ import { userRouteDocs, userRoutes } from './routes/user';
 import { webhookRouteDocs, webhookRoutes } from './routes/webhooks';
 import { PROVIDER_WEBHOOKS_PREFIX, providerWebhookRouteDocs, providerWebhookRoutes } from './routes/provider-webhooks';
 import { v1RouteDocs, v1Routes } from './routes/v1';
+import { dashboardFiles } from './routes/web';
 
 export const JSON_BODY_LIMIT = '1mb';
 
@@ -144,5 +145,9 @@ export function createApp(container: Container, options: AppOptions = {}): Koa<A
     // Not thrown: the router then sets the Allow header a 405 must carry; errorMiddleware writes the body.
     app.use(router.allowedMethods());
   }
+  // Last: the dashboard answers only what no API route did (README "The dashboard").
+  const dashboard = dashboardFiles(container.config.webDir, container.config.publicBaseUrl);
+  if (dashboard) app.use(dashboard);
+  else container.log.debug({ webDir: container.config.webDir }, 'no built dashboard: / is not served');
   return app;
 }

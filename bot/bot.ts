@@ -15,6 +15,7 @@ import { BotContext, createServices, DialogContext } from './context';
 import { mediaDialog } from './dialogs/media';
 import { registerAccount } from './handlers/account';
 import { registerChat } from './handlers/chat';
+import { registerInline } from './handlers/inline';
 import { registerMediaInput } from './handlers/media-input';
 import { registerMode } from './handlers/mode';
 import { registerRedeem } from './handlers/redeem';
@@ -92,6 +93,8 @@ export function createBot(container: Container): Bot<BotContext> {
   });
   // Payments before the dialogs: an active dialog would otherwise take the payment's message.
   registerStarsPayments(bot, services);
+  // Inline mode has no chat: no dialog can be waiting for its updates.
+  registerInline(bot, services);
   bot.use(
     conversations<BotContext, DialogContext>({
       storage: {

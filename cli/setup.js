@@ -4,7 +4,8 @@
  * `npm run setup`: makes a fresh clone ready to run, so that every category has a model.
  *
  * 1. The local engines npm cannot provide come from Debian: speech recognition (PocketSphinx and
- *    its US English model) and General-MIDI music (fluidsynth and a sound font). Missing packages
+ *    its US English model) and General-MIDI music (fluidsynth and a sound font); and Chromium,
+ *    which the dashboard tests drive (browser downloads are not used). Missing packages
  *    are installed with apt-get as root, or with `sudo -n` when passwordless sudo works; otherwise
  *    the exact command is printed, the JS install goes on, and the script exits 1 at the end.
  *    Elsewhere than Debian it says what the packages are for and which engines it cannot find.
@@ -26,6 +27,7 @@ const SYSTEM_PACKAGES = /** @type {const} */ ({
   sox: 'SoX, command-line audio conversion (to prepare recordings; the service does not call it)',
   fluidsynth: 'music (local-music): renders the composed score with General-MIDI instruments',
   'timgm6mb-soundfont': 'music (local-music): the General-MIDI sound font fluidsynth plays',
+  chromium: 'the browser the dashboard tests drive (test/dashboard*.test.ts, through playwright-core); the service does not need it',
 });
 
 /** @type {string[]} */
@@ -178,6 +180,7 @@ function missingEnginesHere() {
   }
   if (!onPath('fluidsynth')) missing.push('fluidsynth on PATH');
   if (!['/usr/share/sounds/sf2', '/usr/share/soundfonts'].some(hasSoundfont)) missing.push('a General-MIDI sound font (.sf2) in /usr/share/sounds/sf2');
+  if (!onPath('chromium')) missing.push('chromium on PATH (only for the dashboard tests; or set CHROMIUM_PATH)');
   return missing;
 }
 

@@ -48,6 +48,7 @@ import { loadPlans, PlanTable } from './plans';
 import { createRedis, Redis } from './redis';
 import { BotDeliveries } from './telegram/deliveries';
 import { watchBotGenerations } from './telegram/delivery';
+import { watchInlineGenerations } from './telegram/inline-messages';
 import { ChatStates, createKeyValueStore, KeyValueStore } from './telegram/state';
 import { Payments } from './payments/payments';
 import { loadProducts, ProductTable } from './payments/products';
@@ -221,7 +222,10 @@ export async function buildContainer(config: Config, options: ContainerOptions):
   });
   const history = new History(db, generations, storage, clock);
   // Results of generations the Telegram bot started are delivered by a job, whichever process ends them.
-  if (config.telegram.botToken) watchBotGenerations(runner, queue, log);
+  if (config.telegram.botToken) {
+    watchBotGenerations(runner, queue, log);
+    watchInlineGenerations(runner, queue, log);
+  }
   const webhooks = new Webhooks(db, new UrlFetcher({ allow: config.urlFetchAllow, maxBytes: 64 * 1024 }), queue, clock, config.publicBaseUrl, log);
   const schedules = new Schedules(db, generations, users, plans, queue, clock, log);
   const maintenance = new Maintenance(db, billing, users, plans, storage, clock, log);

@@ -493,6 +493,9 @@ describe('/docs', () => {
   it('signs "Try it out" in with the session: the init script refreshes with the cookie and pre-authorizes swagger-ui', async () => {
     const init = await t.app.http().get('/docs/assets/docs-init.js');
     expect(init.text).toContain("fetch('/api/v2/auth/refresh', { method: 'POST', credentials: 'same-origin'");
+    // Under the dashboard's lock: two tabs refreshing with one cookie would end the session.
+    expect(init.text).toContain("navigator.locks.request('gensvc-refresh'");
+    expect(fs.readFileSync(path.join(__dirname, '../web/src/api.ts'), 'utf8')).toContain("locks.request('gensvc-refresh'");
     expect(init.text).toContain("ui.preauthorizeApiKey('session', answer.access_token)");
     expect(init.text).toContain("url: '/api/v2/openapi.json'");
     // What that script does, over HTTP: the refresh cookie of a sign-in (sent to /api/v2/auth) gives a token the API takes.

@@ -40,7 +40,7 @@ run('the job queue on a Redis that flushes its scripts or restarts', () => {
     worker = new BeeQueueBackend(redis.url, 'recovery', log, true);
     producer = new BeeQueueBackend(redis.url, 'recovery', log, false);
     const idle = { retries: 0, backoffMs: 100, timeoutMs: 10_000, concurrency: 1, perform: async () => undefined };
-    const names: JobName[] = ['generation.run', 'webhook.deliver', 'schedule.run', 'maintenance.run', 'bot.chat', 'bot.deliver'];
+    const names: JobName[] = ['generation.run', 'webhook.deliver', 'schedule.run', 'maintenance.run', 'bot.chat', 'bot.deliver', 'bot.inline'];
     const table = Object.fromEntries(names.map((name) => [name, idle])) as unknown as JobTable;
     table['generation.run'] = { ...idle, perform: async (payload) => void ran.push(payload.generationId) };
     worker.startProcessing(table);

@@ -7,7 +7,7 @@ import { manualCommand, npmInstallEnv, npmVersionAt, npmVersionOf, PACKAGE_NAMES
 const none = { debian: true, missing: [], root: false, sudo: false, missingEngines: [] };
 
 it('declares the Debian packages of the local engines, each with what it is for', () => {
-  expect(PACKAGE_NAMES).toEqual(['pocketsphinx', 'pocketsphinx-en-us', 'sox', 'fluidsynth', 'timgm6mb-soundfont']);
+  expect(PACKAGE_NAMES).toEqual(['pocketsphinx', 'pocketsphinx-en-us', 'sox', 'fluidsynth', 'timgm6mb-soundfont', 'chromium']);
   for (const name of PACKAGE_NAMES) expect(SYSTEM_PACKAGES[name as keyof typeof SYSTEM_PACKAGES]).toMatch(/\w/);
 });
 

@@ -4,12 +4,14 @@
  * allow scripts from this origin only; its init script (served as a file) signs "Try it out" in
  * with the browser's session: it asks POST /api/v2/auth/refresh for an access token with the
  * httpOnly refresh cookie the dashboard's sign-in set (the cookie is sent to /api/v2/auth only,
- * and rotated, as every refresh does), pre-authorizes swagger-ui with it, and renews it a minute
- * before it expires. Without a session the status line says to use Authorize (a token or a key).
+ * and rotated, as every refresh does), under the dashboard's Web Lock so that no two tabs refresh
+ * with the same cookie, pre-authorizes swagger-ui with it, and renews it a minute before it expires. Without a session the status line says to use Authorize (a token or a key).
  */
 import { OPENAPI_DOC_PATH } from './paths';
 
 export const DOCS_PATH = '/docs';
+/** The Web Lock the dashboard refreshes under (web/src/api.ts): the docs page takes the same one. */
+export const REFRESH_LOCK = 'gensvc-refresh';
 export const DOCS_ASSETS_PATH = '/docs/assets';
 
 /**
@@ -85,10 +87,19 @@ export const DOCS_INIT_JS = `(function () {
   });
   window.ui = ui;
 
+  // One refresh at a time across this origin's tabs, under the dashboard's Web Lock (web/src/api.ts):
+  // refreshing rotates the cookie, and the API revokes a session whose old cookie is used twice.
+  function refreshOnce() {
+    return fetch('/api/v2/auth/refresh', { method: 'POST', credentials: 'same-origin', headers: { 'content-type': 'application/json' }, body: '{}' })
+      .then(function (response) { return response.ok ? response.json() : null; });
+  }
+  function refreshed() {
+    return navigator.locks ? navigator.locks.request('${REFRESH_LOCK}', refreshOnce) : refreshOnce();
+  }
+
   // An access token for the browser's session, from the httpOnly refresh cookie (if there is one).
   function signIn() {
-    fetch('/api/v2/auth/refresh', { method: 'POST', credentials: 'same-origin', headers: { 'content-type': 'application/json' }, body: '{}' })
-      .then(function (response) { return response.ok ? response.json() : null; })
+    refreshed()
       .then(function (answer) {
         if (!answer || typeof answer.access_token !== 'string') {
           say('Not signed in: sign in on the dashboard, or use Authorize with an access token or an API key.');

@@ -122,6 +122,7 @@ const EnvSchema = z.object({
   CATALOG_PATH: optionalString,
   ASSISTANTS_PATH: optionalString,
   PRODUCTS_PATH: optionalString,
+  WEB_DIR: optionalString,
   LOG_LEVEL: z
     .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
     .optional()
@@ -177,6 +178,8 @@ export interface Config {
   llmModelPath: string | undefined;
   urlFetchAllow: string[];
   productFiles: { plans: string; catalog: string; assistants: string; products: string };
+  /** The built web dashboard (`npm run build` writes it to dist/web); served at `/` when it holds an index.html. */
+  webDir: string;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   authLimits: { loginPerMinute: number; registerPerMinute: number; forgotPerHour: number };
   /** Refused redemption-code attempts an account may make per hour before it must wait; 0 = no limit. */
@@ -347,6 +350,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       assistants: path.resolve(e.ASSISTANTS_PATH ?? path.join(productDir, 'assistants.json')),
       products: path.resolve(e.PRODUCTS_PATH ?? path.join(productDir, 'products.json')),
     },
+    webDir: path.resolve(e.WEB_DIR ?? path.join(root, 'dist', 'web')),
     logLevel: e.LOG_LEVEL,
     authLimits: {
       loginPerMinute: e.AUTH_LOGIN_LIMIT_PER_MINUTE,

@@ -5,11 +5,14 @@ import { runMaintenance } from '../maintenance';
 import type { JobTable } from '../queue/types';
 import { createTelegramApi } from '../telegram/api';
 import { TelegramDelivery } from '../telegram/delivery';
+import { InlineDelivery } from '../telegram/inline-messages';
 
 export function buildJobTable(container: Container): JobTable {
   const { runner, webhooks, schedules, log } = container;
   // Bot jobs run only where a bot token is configured; elsewhere they are dropped with a warning.
-  const telegram = container.config.telegram.botToken ? new TelegramDelivery(container, createTelegramApi(container.config.telegram)) : null;
+  const telegramApi = container.config.telegram.botToken ? createTelegramApi(container.config.telegram) : null;
+  const telegram = telegramApi ? new TelegramDelivery(container, telegramApi) : null;
+  const inline = telegramApi ? new InlineDelivery(container, telegramApi) : null;
   const withTelegram = (job: string, work: (t: TelegramDelivery) => Promise<void>): Promise<void> => {
     if (telegram) return work(telegram);
     log.warn({ job }, 'bot job without TELEGRAM_BOT_TOKEN: dropped');
@@ -59,6 +62,13 @@ export function buildJobTable(container: Container): JobTable {
     'bot.deliver': {
       ...jobSettings['bot.deliver'],
       perform: (payload) => withTelegram('bot.deliver', (t) => t.deliver(payload.generationId)),
+    },
+    'bot.inline': {
+      ...jobSettings['bot.inline'],
+      perform: async (payload) => {
+        if (inline) return inline.deliver(payload.generationId);
+        log.warn({ job: 'bot.inline' }, 'bot job without TELEGRAM_BOT_TOKEN: dropped');
+      },
     },
   };
 }

@@ -8,6 +8,7 @@ export const jobIds = {
   deferredRun: (generationId: number, attempts: number): string => `gen-${generationId}-w${attempts}`,
   botChat: (generationId: number): string => `bot-chat-${generationId}`,
   botDeliver: (generationId: number): string => `bot-deliver-${generationId}`,
+  botInline: (generationId: number): string => `bot-inline-${generationId}`,
   webhookDelivery: (deliveryId: number, attempts: number): string => `whd-${deliveryId}-${attempts}`,
   scheduleFiring: (scheduleId: number, stamp: string): string => `sch-${scheduleId}-${stamp}`,
   maintenance: (task: string, minute: string): string => `maint-${task}-${minute}`,

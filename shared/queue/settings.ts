@@ -5,6 +5,7 @@ export const jobSettings: Record<JobName, JobSettings> = {
   'generation.run': { retries: 3, backoffMs: 2_000, timeoutMs: 600_000, concurrency: 4 },
   'bot.chat': { retries: 2, backoffMs: 2_000, timeoutMs: 600_000, concurrency: 8 },
   'bot.deliver': { retries: 4, backoffMs: 5_000, timeoutMs: 180_000, concurrency: 4 },
+  'bot.inline': { retries: 4, backoffMs: 5_000, timeoutMs: 60_000, concurrency: 4 },
   // One attempt per job: the delivery reschedules itself with its own backoff for 24 h.
   'webhook.deliver': { retries: 0, backoffMs: 1_000, timeoutMs: 20_000, concurrency: 4 },
   // A run is idempotent (the firing is its idempotency key), so a retry never runs it twice.

@@ -13,6 +13,8 @@ export interface JobPayloads {
   'bot.chat': { generationId: number };
   /** Sends an ended generation the bot started (a media result or a failure) to its chat. */
   'bot.deliver': { generationId: number };
+  /** Puts an ended inline-mode generation (`@bot prompt`) into its inline message. */
+  'bot.inline': { generationId: number };
 }
 
 export type JobName = keyof JobPayloads;

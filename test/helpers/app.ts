@@ -38,6 +38,8 @@ export interface TestAppOptions {
   leases?: LeaseTimings;
   /** The app's logger (default: one at LOG_LEVEL); a test that reads the log passes its own. */
   log?: Logger;
+  /** Listen on this port (default: any free one); a browser test sets PUBLIC_BASE_URL to match. */
+  port?: number;
 }
 
 export async function startTestApp(env: Record<string, string> = {}, options: TestAppOptions = {}): Promise<TestApp> {
@@ -58,7 +60,7 @@ export async function startTestApp(env: Record<string, string> = {}, options: Te
   });
   const worker: Stoppable | null = options.worker ? await startWorker(container) : null;
   const server = http.createServer(createApp(container).callback());
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.1', () => resolve()));
   return {
     container,
     clock,

@@ -5,11 +5,13 @@
  * the webhook with its secret; answers a second concurrent poller (or polling while a webhook is
  * set) 409 Conflict; records every call (uploads with their bytes), and can be told to answer 429
  * with `retry_after`, or 403 for a chat that blocked the bot. Telegram Stars (invoices,
- * pre-checkout, charges, refunds, transactions) are in fake-telegram-stars.ts; `deliverTo` posts
+ * pre-checkout, charges, refunds, transactions) are in fake-telegram-stars.ts, inline mode (queries,
+ * answers, chosen results, inline message edits) in fake-telegram-inline.ts; `deliverTo` posts
  * one update to several webhook processes at once, as a redelivery behind a load balancer can.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { FakeInline } from './fake-telegram-inline';
 import { Charge, FakeStars, Invoice } from './fake-telegram-stars';
 
 export interface TgUser {
@@ -115,6 +117,8 @@ export class FakeTelegram {
   polls = 0;
   /** Telegram Stars: invoices, charges, refunds, transactions. */
   readonly stars = new FakeStars({ push: (update) => this.push(update), nextMessageId: (chatId) => this.nextMessageId(chatId) });
+  /** Inline mode: `inline.query(...)`, `inline.choose(...)`, the answers and the inline messages. */
+  readonly inline = new FakeInline((update) => this.push(update));
 
   async start(): Promise<void> {
     this.server = http.createServer((req, res) => void this.handle(req, res));
@@ -386,9 +390,10 @@ export class FakeTelegram {
   private async answer(method: string, params: Record<string, unknown>, files: RecordedCall['files'], res: http.ServerResponse): Promise<unknown> {
     const chatId = Number(params.chat_id);
     if (this.stars.handles(method)) return this.stars.answer(method, params);
+    if (this.inline.handles(method, params)) return this.inline.answer(method, params);
     switch (method) {
       case 'getMe':
-        return { ...BOT_USER, can_join_groups: true, can_read_all_group_messages: false, supports_inline_queries: false };
+        return { ...BOT_USER, can_join_groups: true, can_read_all_group_messages: false, supports_inline_queries: true };
       case 'getUpdates':
         return this.serveUpdates(params, res);
       case 'setWebhook':
