@@ -18,6 +18,7 @@ import { registerChat } from './handlers/chat';
 import { registerMediaInput } from './handlers/media-input';
 import { registerMode } from './handlers/mode';
 import { registerRedeem } from './handlers/redeem';
+import { registerResults } from './handlers/results';
 import { registerStarsPayments, registerStarsShop } from './handlers/stars';
 import { commandList, Feature, FEATURE_CATEGORIES, lockedFeatures, lockedText } from './menu';
 import { MEDIA_KINDS, MediaKind } from './models';
@@ -132,6 +133,7 @@ export function createBot(container: Container): Bot<BotContext> {
 
   // Before the text handlers: its face-swap dialog must see the messages while it waits.
   registerMediaInput(bot, services);
+  registerResults(bot, services);
   const views = registerAccount(bot, services);
   const modes = registerMode(bot, services);
   const chat = registerChat(bot, services);
