@@ -2,7 +2,7 @@
  * The buttons under a result (shared/telegram/result-buttons.ts). Each acts only on the presser's
  * own generation: a forwarded result's buttons pressed by someone else find nothing (as the API
  * answers 404) and run nothing.
- * - Again runs the same request (model, prompt, options) as a new generation, directly: its price
+ * - Again runs the same request (model, prompt, options; a new seed) as a new generation, directly: its price
  *   is on the button, and the pipeline refuses what the balance cannot pay, with buttons. Its
  *   idempotency key is the source generation's (`tg-again-<id>`): one result's Again makes one
  *   generation, however often or fast it is pressed (the new result has its own Again).
@@ -33,6 +33,12 @@ export function registerResults(bot: Bot<BotContext>, services: BotServices): vo
     }
   }
 
+  /** The options it was made with, less its seed: a new generation draws its own (a new variation). */
+  async function paramsOf(generation: Generation): Promise<Record<string, unknown>> {
+    const { seed: _seed, ...params } = (await generations.requestOf(generation)).params;
+    return params;
+  }
+
   bot.callbackQuery(RESULT_BUTTON_PATTERN, async (ctx) => {
     const a = services.account(ctx);
     const words = RESULT_TEXTS[a.language];
@@ -47,9 +53,8 @@ export function registerResults(bot: Bot<BotContext>, services: BotServices): vo
       const dialog = DIALOG_OF_CATEGORY[generation.category];
       if (!dialog) return void (await ctx.answerCallbackQuery({ text: words.notFound, show_alert: true }));
       await ctx.answerCallbackQuery();
-      const input = await generations.requestOf(generation);
       const params: DialogPreset['params'] = {};
-      for (const [name, value] of Object.entries(input.params)) if (typeof value === 'string' || typeof value === 'number') params[name] = value;
+      for (const [name, value] of Object.entries(await paramsOf(generation))) if (typeof value === 'string' || typeof value === 'number') params[name] = value;
       await ctx.conversation.exitAll();
       await ctx.conversation.enter(dialog, { slug: generation.modelSlug, params } satisfies DialogPreset);
       return;
@@ -61,9 +66,8 @@ export function registerResults(bot: Bot<BotContext>, services: BotServices): vo
     }
     if (button.action === 'again') {
       await ctx.answerCallbackQuery();
-      const input = await generations.requestOf(generation);
       const prompt = generation.prompt ? { prompt: generation.prompt } : {};
-      await services.startMedia(ctx.from, chatId, { model: generation.modelSlug, ...prompt, params: { ...input.params }, topLevel: {} }, key);
+      await services.startMedia(ctx.from, chatId, { model: generation.modelSlug, ...prompt, params: await paramsOf(generation), topLevel: {} }, key);
       return;
     }
     const model = relatedToolModel(catalog, a.plan, button.tool);
