@@ -301,6 +301,26 @@ describe('results close the loop', () => {
     expect({ width: after?.width, height: after?.height, format: after?.format }).toEqual({ width: before?.width, height: before?.height, format: before?.format });
   });
 
+  it('a failure is said in the started message, charging nothing', async () => {
+    const fay = person();
+    fake.next({ kind: 'refuse', message: 'Content policy violation' });
+    tg.message(fay, '/image');
+    await tg.waitFor(() => tg.callsOf('sendMessage', fay.id).find((c) => buttons(c).includes('img:m:fake-image')));
+    tg.press(fay, 'img:m:fake-image');
+    await tg.waitFor(() => tg.callsOf('sendMessage', fay.id).length >= 2);
+    tg.message(fay, 'forbidden');
+    await tg.waitFor(() => tg.callsOf('sendMessage', fay.id).find((c) => buttons(c).includes('img:o:1024x1024')));
+    tg.press(fay, 'img:o:1024x1024');
+    await tg.waitFor(() => tg.callsOf('sendMessage', fay.id).find((c) => buttons(c).includes('img:go')));
+    tg.press(fay, 'img:go');
+    const [generation] = await settled(fay.id, 1);
+    await delivered((generation as Generation).id);
+    const row = await app.container.db.repo(BotDelivery).findOneByOrFail({ generationId: (generation as Generation).id });
+    expect(tg.textOf(fay.id, row.messageId ?? 0)).toMatch(/^The generation failed: .*Content policy violation.*Nothing was charged/);
+    expect(tg.callsOf('sendMessage', fay.id).filter((c) => /failed/.test(String(c.params.text)))).toEqual([]);
+    expect(await charges(fay.id)).toEqual([]);
+  });
+
   it("another person pressing a forwarded result's buttons runs nothing", async () => {
     const own = person();
     const other = person();

@@ -153,7 +153,8 @@ export class TelegramDelivery {
         if (delivery.kind === 'chat') {
           await new StreamingReply(this.api, delivery.chatId, delivery.messageId, texts.thinking, this.deps.log).replace(failureText(texts, generation));
         } else {
-          await this.api.sendMessage(delivery.chatId, failureText(texts, generation));
+          // The message that said it started now says it failed (a new one if it is gone).
+          await this.updateStarted(delivery, failureText(texts, generation), true);
         }
       } else if (isVoiceTurn(generation)) {
         await this.deliverTranscript(delivery, generation, texts);
@@ -180,13 +181,7 @@ export class TelegramDelivery {
   private async closeLoop(delivery: BotDelivery, generation: Generation, texts: Texts): Promise<void> {
     const language = languageOf(delivery.language);
     const words = RESULT_TEXTS[language];
-    if (delivery.messageId !== null) {
-      await this.api.editMessageText(delivery.chatId, delivery.messageId, words.done).catch((error: unknown) => {
-        // Gone or unchanged (a retry): the result still goes; a flood wait or an outage is retried.
-        if (isTransient(error) || isUnreachable(error)) throw error;
-        if (!isNotModified(error)) this.deps.log.info({ err: (error as Error).message, generationId: generation.id }, 'the started message could not be updated');
-      });
-    }
+    await this.updateStarted(delivery, words.done, false);
     const user = await this.deps.users.findById(generation.userId);
     if (!user || !generation.resultKey) {
       await this.sendResult(delivery.chatId, generation, texts);
@@ -199,6 +194,26 @@ export class TelegramDelivery {
       captionLine: words.caption({ model: model?.name ?? generation.modelSlug, charged: generation.tokensSpent, balance: freeBalance(user) }),
       keyboard: (picture) => resultKeyboard(generation, { texts, words, picture, catalog, plan }),
     });
+  }
+
+  /**
+   * The "started" message (or the one that said what is happening) says how it ended. When it
+   * is gone (deleted by the person), `orSend` sends the text instead; a flood wait or an outage
+   * is thrown, so the delivery is retried.
+   */
+  private async updateStarted(delivery: BotDelivery, text: string, orSend: boolean): Promise<void> {
+    if (delivery.messageId !== null) {
+      try {
+        await this.api.editMessageText(delivery.chatId, delivery.messageId, text);
+        return;
+      } catch (error) {
+        if (isTransient(error) || isUnreachable(error)) throw error;
+        // Unchanged: a retry of a delivery that got this far.
+        if (isNotModified(error)) return;
+        this.deps.log.info({ err: (error as Error).message, generationId: delivery.generationId }, 'the started message could not be updated');
+      }
+    }
+    if (orSend) await this.api.sendMessage(delivery.chatId, text);
   }
 
   /**
