@@ -267,6 +267,23 @@ describe('results close the loop', () => {
     expect(buttons(photo)[0]).not.toBe(buttons(again)[0]);
   });
 
+  it('Again works again after a run of it failed (nothing was charged for that one)', async () => {
+    const rex = person();
+    const { generation } = await orderImage(rex, 'a comet');
+    fake.next({ kind: 'refuse', message: 'Content policy violation' });
+    tg.press(rex, `res:a:${generation.id}`);
+    const rows = await settled(rex.id, 2);
+    expect(rows[1]?.status).toBe('failed');
+    await delivered((rows[1] as Generation).id);
+    tg.press(rex, `res:a:${generation.id}`);
+    const again = await tg.waitFor(() => tg.callsOf('sendPhoto', rex.id)[1]);
+    const after = await settled(rex.id, 3);
+    expect(after.map((g) => g.status)).toEqual(['completed', 'failed', 'completed']);
+    expect(after[2]?.idempotencyKey).toBe(`tg-again-${generation.id}:${(rows[1] as Generation).id}`);
+    expect(again.params.caption).toBe('a comet\n\nFake image · 4 tokens · 42 tokens left');
+    expect(await charges(rex.id)).toEqual([-4, -4]);
+  });
+
   it('a related tool runs on the result picture', async () => {
     const ted = person();
     const { generation } = await orderImage(ted, 'a cat');

@@ -5,7 +5,8 @@
  * - Again runs the same request (model, prompt, options; a new seed) as a new generation, directly: its price
  *   is on the button, and the pipeline refuses what the balance cannot pay, with buttons. Its
  *   idempotency key is the source generation's (`tg-again-<id>`): one result's Again makes one
- *   generation, however often or fast it is pressed (the new result has its own Again).
+ *   generation, however often or fast it is pressed (the new result has its own Again); after
+ *   a failed run (nothing charged) it works again, under a key naming the failed one.
  * - A related tool (upscale, remove the background) runs on the result picture, likewise once
  *   per result and tool.
  * - Change prompt opens the dialog that made it with the same model and options: only the prompt
@@ -18,6 +19,9 @@ import { DIALOG_OF_CATEGORY, parseResultButton, RESULT_BUTTON_PATTERN, relatedTo
 import { RESULT_TEXTS } from '../../shared/telegram/result-texts';
 import type { BotContext, BotServices } from '../context';
 import type { DialogPreset } from '../dialogs/media';
+
+/** Failed runs after which a result's button stops trying (each failure was free, but enough is enough). */
+const MAX_RETRIES_PER_BUTTON = 5;
 
 export function registerResults(bot: Bot<BotContext>, services: BotServices): void {
   const { generations, catalog, config } = services.container;
@@ -37,6 +41,22 @@ export function registerResults(bot: Bot<BotContext>, services: BotServices): vo
   async function paramsOf(generation: Generation): Promise<Record<string, unknown>> {
     const { seed: _seed, ...params } = (await generations.requestOf(generation)).params;
     return params;
+  }
+
+  /**
+   * The idempotency key of a button's next run: `base`, or after a run under it failed (nothing
+   * charged) `base:<failed id>`, so the button works again; two quick presses compute the same key.
+   * `started`: a run under it is under way or done (and announced), so nothing is started again.
+   */
+  async function keyFor(userId: number, base: string): Promise<{ key: string; started: boolean }> {
+    let key = base;
+    for (let failures = 0; failures < MAX_RETRIES_PER_BUTTON; failures++) {
+      const existing = await generations.findIdempotent(userId, key);
+      if (!existing) return { key, started: false };
+      if (existing.status !== 'failed') return { key, started: await services.alreadyStarted(userId, key) };
+      key = `${base}:${existing.id}`;
+    }
+    return { key, started: true };
   }
 
   bot.callbackQuery(RESULT_BUTTON_PATTERN, async (ctx) => {
@@ -59,8 +79,8 @@ export function registerResults(bot: Bot<BotContext>, services: BotServices): vo
       await ctx.conversation.enter(dialog, { slug: generation.modelSlug, params } satisfies DialogPreset);
       return;
     }
-    const key = button.action === 'again' ? `tg-again-${generation.id}` : `tg-${button.tool}-${generation.id}`;
-    if (await services.alreadyStarted(a.user.id, key)) {
+    const { key, started } = await keyFor(a.user.id, button.action === 'again' ? `tg-again-${generation.id}` : `tg-${button.tool}-${generation.id}`);
+    if (started) {
       await ctx.answerCallbackQuery({ text: words.alreadyStarted });
       return;
     }

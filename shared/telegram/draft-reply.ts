@@ -35,6 +35,11 @@ function isMethodMissing(error: unknown): boolean {
   return error.error_code === 404 || (error.error_code === 400 && /method.*not found|unknown method/i.test(error.description));
 }
 
+/** The message to edit is not there (deleted). */
+function isEditTargetGone(error: unknown): boolean {
+  return error instanceof GrammyError && error.error_code === 400 && /message to edit not found/i.test(error.description);
+}
+
 class DraftReply implements ReplyView {
   private readonly fallback: StreamingReply;
   /** Drafts failed for this reply (or the process): the placeholder is edited instead. */
@@ -97,12 +102,25 @@ class DraftReply implements ReplyView {
 
   async finish(text: string): Promise<void> {
     // No draft was shown (a short reply, or drafts failed): the placeholder becomes the reply.
-    if (this.editing || this.placeholderId !== null) return this.fallback.finish(text);
+    if (this.editing || this.placeholderId !== null) {
+      try {
+        return await this.fallback.finish(text);
+      } catch (error) {
+        // A retried delivery whose earlier attempt deleted the placeholder for its draft.
+        if (!isEditTargetGone(error) || this.editing) throw error;
+      }
+    }
     await sendFormatted(this.api, this.chatId, text.trim() === '' ? '…' : text);
   }
 
   async replace(text: string): Promise<void> {
-    if (this.editing || this.placeholderId !== null) return this.fallback.replace(text);
+    if (this.editing || this.placeholderId !== null) {
+      try {
+        return await this.fallback.replace(text);
+      } catch (error) {
+        if (!isEditTargetGone(error) || this.editing) throw error;
+      }
+    }
     await this.api.sendMessage(this.chatId, text);
   }
 }
