@@ -182,6 +182,21 @@ describe('draft streaming', () => {
     expect(tg.calls.indexOf(drafts.at(-1) as RecordedCall)).toBeLessThan(tg.calls.indexOf(tg.callsOf('sendMessage', dee.id).at(-1) as RecordedCall));
   });
 
+  it('sends the reply anew when a retried delivery finds its placeholder gone for the draft', async () => {
+    fake.reply = Array.from({ length: 400 }, (_, i) => `r${i}`).join(' ');
+    const rob = person();
+    // The final send meets a flood wait longer than the client waits: the job is retried.
+    tg.failNext('sendMessage', { error_code: 429, description: 'Too Many Requests: retry after 60', parameters: { retry_after: 60 }, chatId: rob.id, text: fake.reply });
+    tg.message(rob, 'a long answer, twice');
+    const [turn] = await settled(rob.id, 1);
+    await delivered((turn as Generation).id);
+    expect(tg.callsOf('deleteMessage', rob.id)).toHaveLength(1);
+    const replies = tg.callsOf('sendMessage', rob.id).filter((c) => c.params.text === fake.reply);
+    expect(replies).toHaveLength(2);
+    expect((await app.container.db.repo(BotDelivery).findOneByOrFail({ generationId: (turn as Generation).id })).state).toBe('delivered');
+    expect(await charges(rob.id)).toHaveLength(1);
+  });
+
   it('streams by editing in a group (drafts are for private chats)', async () => {
     fake.reply = Array.from({ length: 300 }, (_, i) => `g${i}`).join(' ');
     const gil = person();

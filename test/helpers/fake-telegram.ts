@@ -8,7 +8,8 @@
  * pre-checkout, charges, refunds, transactions) are in fake-telegram-stars.ts; `deliverTo` posts
  * one update to several webhook processes at once, as a redelivery behind a load balancer can.
  * `sendMessageDraft` (Bot API 9.5) streams drafts in private chats; with `supportsDrafts = false`
- * it answers 404 as an older server that does not know the method.
+ * it answers 404 as an older server that does not know the method. A deleted message cannot be
+ * edited (400 "message to edit not found").
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -100,6 +101,8 @@ export class FakeTelegram {
   private readonly waiting = new Set<() => void>();
   private readonly messageIds = new Map<number, number>();
   private readonly texts = new Map<string, string>();
+  /** Messages deleted (`chat:message`): editing one is refused, as Telegram does. */
+  private readonly deleted = new Set<string>();
   private readonly scripted = new Map<string, ScriptedError[]>();
   private readonly blocked = new Set<number>();
   /** Files people sent, served by getFile and GET /file/bot<token>/<path>. */
@@ -425,8 +428,14 @@ export class FakeTelegram {
       case 'setMyCommands':
       case 'sendChatAction':
       case 'answerCallbackQuery':
-      case 'deleteMessage':
         return true;
+      case 'deleteMessage': {
+        const key = `${chatId}:${Number(params.message_id)}`;
+        if (this.deleted.has(key)) throw { error_code: 400, description: 'Bad Request: message to delete not found' };
+        this.texts.delete(key);
+        this.deleted.add(key);
+        return true;
+      }
       case 'sendMessage': {
         const text = String(params.text ?? '');
         if (text.length === 0 || visibleLength(params) > 4096) throw { error_code: 400, description: `Bad Request: message text is ${text.length ? 'too long' : 'empty'}` };
@@ -438,6 +447,7 @@ export class FakeTelegram {
       case 'editMessageText': {
         const text = String(params.text ?? '');
         const key = `${chatId}:${Number(params.message_id)}`;
+        if (this.deleted.has(key)) throw { error_code: 400, description: 'Bad Request: message to edit not found' };
         if (text.length === 0 || visibleLength(params) > 4096) throw { error_code: 400, description: 'Bad Request: MESSAGE_TOO_LONG' };
         this.checkHtml(params);
         if (this.texts.get(key) === text) {
