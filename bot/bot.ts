@@ -19,6 +19,7 @@ import { registerInline } from './handlers/inline';
 import { registerMediaInput } from './handlers/media-input';
 import { registerMode } from './handlers/mode';
 import { registerRedeem } from './handlers/redeem';
+import { registerResults } from './handlers/results';
 import { registerStarsPayments, registerStarsShop } from './handlers/stars';
 import { commandList, Feature, FEATURE_CATEGORIES, lockedFeatures, lockedText } from './menu';
 import { MEDIA_KINDS, MediaKind } from './models';
@@ -135,6 +136,7 @@ export function createBot(container: Container): Bot<BotContext> {
 
   // Before the text handlers: its face-swap dialog must see the messages while it waits.
   registerMediaInput(bot, services);
+  registerResults(bot, services);
   const views = registerAccount(bot, services);
   const modes = registerMode(bot, services);
   const chat = registerChat(bot, services);

@@ -160,7 +160,7 @@ describe('the video, music and voice dialogs', () => {
     await waitForText(ivan.id, /^Запущено\. Результат будет здесь примерно через 15 с/);
     const audio = await tg.waitFor(() => tg.callsOf('sendAudio', ivan.id)[0]);
     expect(audio.files.audio?.bytes.toString()).toBe('fake music');
-    expect(audio.params.caption).toBe('спокойный джаз');
+    expect(audio.params.caption).toBe('спокойный джаз\n\nFake music · 2 токена · осталось 48 токенов');
     expect(await charges(ivan.id)).toEqual([-2]);
   });
 

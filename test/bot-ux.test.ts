@@ -326,7 +326,8 @@ describe('/mode: personas', () => {
     const before = fake.calls.length;
     tg.message(who, text);
     await tg.waitFor(() => fake.calls.length > before);
-    await tg.waitFor(() => tg.calls.find((c) => Number(c.params.chat_id) === who.id && c.method === 'editMessageText' && /Hello from the fake model/.test(String(c.params.text))));
+    // The reply: the placeholder edited, or (after a draft) sent as a new message.
+    await tg.waitFor(() => tg.calls.find((c) => Number(c.params.chat_id) === who.id && (c.method === 'editMessageText' || c.method === 'sendMessage') && /Hello from the fake model/.test(String(c.params.text))));
   }
 
   it('lists chat personas, installs and switches one, the model receives its system prompt, /new keeps it', async () => {

@@ -44,8 +44,8 @@ describe('with Stripe configured', () => {
       'payment_intent_data[metadata][gensvc_user_id]': String(user.id),
       'payment_intent_data[metadata][gensvc_product_id]': 'tokens-500',
       customer_email: user.email,
-      success_url: 'https://shop.example.test/?checkout=success&session_id={CHECKOUT_SESSION_ID}',
-      cancel_url: 'https://shop.example.test/?checkout=cancelled',
+      success_url: 'https://shop.example.test/overview?checkout=success&session_id={CHECKOUT_SESSION_ID}',
+      cancel_url: 'https://shop.example.test/overview?checkout=cancelled',
     });
     expect(await s.app.container.db.repo(Payment).countBy({ userId: user.id })).toBe(0);
     expect(await s.app.container.db.repo(LedgerEntry).countBy({ userId: user.id, reason: 'purchase' })).toBe(0);
@@ -68,8 +68,8 @@ describe('with Stripe configured', () => {
       'subscription_data[metadata][gensvc_user_id]': String(user.id),
       'subscription_data[metadata][gensvc_product_id]': 'pro-monthly',
       customer_email: user.email,
-      success_url: 'https://shop.example.test/?checkout=success&session_id={CHECKOUT_SESSION_ID}',
-      cancel_url: 'https://shop.example.test/?checkout=cancelled',
+      success_url: 'https://shop.example.test/overview?checkout=success&session_id={CHECKOUT_SESSION_ID}',
+      cancel_url: 'https://shop.example.test/overview?checkout=cancelled',
     });
     expect((await s.app.container.users.getById(user.id)).plan).toBe('basic');
   });
@@ -164,8 +164,8 @@ describe('the Stripe variables', () => {
       secretKey: 'sk_live_abc',
       webhookSecret: 'whsec_abc',
       apiBase: 'http://127.0.0.1:12111',
-      successUrl: 'https://x.test/?checkout=success&session_id={CHECKOUT_SESSION_ID}',
-      cancelUrl: 'https://x.test/?checkout=cancelled',
+      successUrl: 'https://x.test/overview?checkout=success&session_id={CHECKOUT_SESSION_ID}',
+      cancelUrl: 'https://x.test/overview?checkout=cancelled',
     });
   });
 });

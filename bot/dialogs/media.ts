@@ -3,7 +3,8 @@
  * allows (the image dialog skips this when /settings chose one), take the prompt (the text to
  * speak), offer the options the model has (size or aspect ratio, duration, voice) each with its
  * price, and show the catalog's price against the balance before confirming. The confirmation's
- * update id keys the generation, so a redelivered press is not charged twice.
+ * update id keys the generation, so a redelivered press is not charged twice. A result's Change
+ * prompt button opens the dialog again with its model and options: only the prompt is asked.
  */
 import { InlineKeyboard } from 'grammy';
 import { freeBalance } from '../../shared/billing';
@@ -31,11 +32,17 @@ async function choose(conversation: Dialog, texts: Texts, prefix: string, wanted
   }
 }
 
-export function mediaDialog(services: BotServices, kind: MediaKind): (conversation: Dialog, ctx: DialogContext) => Promise<void> {
+/** What a result's Change prompt button keeps: the model and the options it was made with. */
+export interface DialogPreset {
+  slug: string;
+  params: Record<string, string | number>;
+}
+
+export function mediaDialog(services: BotServices, kind: MediaKind): (conversation: Dialog, ctx: DialogContext, preset?: DialogPreset) => Promise<void> {
   const { catalog, generations, plans, clock } = services.container;
   const { prefix, category } = MEDIA_KINDS[kind];
 
-  return async function dialog(conversation, ctx) {
+  return async function dialog(conversation, ctx, preset) {
     const from = ctx.from;
     const chatId = ctx.chat?.id;
     if (!from || chatId === undefined) return;
@@ -55,7 +62,9 @@ export function mediaDialog(services: BotServices, kind: MediaKind): (conversati
       else await ctx.reply(words.noModel);
       return;
     }
-    let slug = info.preset;
+    // A preset model the plan no longer allows is picked again, like any other.
+    const kept = preset && info.models.some((m) => m.slug === preset.slug) ? preset : undefined;
+    let slug = kept?.slug ?? info.preset;
     if (!slug) {
       const pick = new InlineKeyboard();
       for (const m of info.models) pick.text(`${m.name} · ${texts.tokensRange(m.min, m.max)}`, `${prefix}:m:${m.slug}`).row();
@@ -73,10 +82,10 @@ export function mediaDialog(services: BotServices, kind: MediaKind): (conversati
 
     const setup = await conversation.external(() => {
       const model = catalog.find(chosenSlug);
-      if (!model) return { options: [], format: null };
+      if (!model || kept) return { options: [], format: null };
       return { options: mediaOptions(model, kind), format: formatParam(model, info.format) };
     });
-    const params: Record<string, string | number> = {};
+    const params: Record<string, string | number> = { ...(kept?.params ?? {}) };
     if (setup.format) params.format = setup.format;
     for (const option of setup.options) {
       const priced = await conversation.external(async () => {

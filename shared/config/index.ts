@@ -365,8 +365,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       webhookSecret: e.STRIPE_WEBHOOK_SECRET,
       apiBase: e.STRIPE_API_BASE?.replace(/\/+$/, ''),
       // {CHECKOUT_SESSION_ID} is Stripe's template: it puts the session's id there.
-      successUrl: e.STRIPE_SUCCESS_URL ?? `${publicBaseUrl}/?checkout=success&session_id={CHECKOUT_SESSION_ID}`,
-      cancelUrl: e.STRIPE_CANCEL_URL ?? `${publicBaseUrl}/?checkout=cancelled`,
+      successUrl: e.STRIPE_SUCCESS_URL ?? `${publicBaseUrl}/overview?checkout=success&session_id={CHECKOUT_SESSION_ID}`,
+      cancelUrl: e.STRIPE_CANCEL_URL ?? `${publicBaseUrl}/overview?checkout=cancelled`,
     },
     providerConcurrency,
     metrics: { token: e.METRICS_TOKEN, port: e.METRICS_PORT },

@@ -22,7 +22,9 @@ export function buildJobTable(container: Container): JobTable {
     'generation.run': {
       ...jobSettings['generation.run'],
       perform: async (payload, context) => {
-        const deferred = await runner.runJob(payload.generationId, context);
+        const run = () => runner.runJob(payload.generationId, context);
+        // A generation the bot started shows a chat action in its chat while it runs.
+        const deferred = telegram ? await telegram.whileRunning(payload.generationId, context.signal, run) : await run();
         // Its provider was at its concurrency cap: the same work again later, as a new job.
         if (!deferred) return;
         try {

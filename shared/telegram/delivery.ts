@@ -1,14 +1,17 @@
 /**
- * Results of generations the bot started, sent through the Bot API by the worker: a chat reply
- * streams by editing one message (at most about once a second, split at 4096 characters, formatted
- * with a plain-text fallback); a media result is uploaded as bytes read from storage (never a
- * link): photo, video, audio, a voice message for OGG/Opus, a document for a photo over Telegram's
- * photo limit, a clear refusal over its upload limit; a voice message's transcript is shown and
- * answered as a chat turn; a failure is a message in the person's language. A person who blocked
- * the bot stops getting deliveries; nothing is retried for them.
+ * Results of generations the bot started, sent through the Bot API by the worker. While work
+ * runs the chat shows what is coming (a chat action: typing, sending a photo, recording a voice
+ * message; chat-action.ts). A chat reply streams into a native draft in private chats, or by
+ * editing one message (draft-reply.ts, streaming-reply.ts); a media result is uploaded as bytes
+ * read from storage (result-upload.ts), the "started" message then says it is done, and the
+ * result carries the model, the price and the balance left, with buttons to run it again, change
+ * the prompt, or run a related tool on it (result-buttons.ts). A voice message's transcript is
+ * shown and answered as a chat turn; a failure is a message in the person's language. A person
+ * who blocked the bot stops getting deliveries; nothing is retried for them.
  */
-import { Api, InputFile } from 'grammy';
+import type { Api } from 'grammy';
 import type { Users } from '../accounts/users';
+import { freeBalance } from '../billing';
 import type { BotDelivery, Generation, User } from '../db/entities';
 import type { GenerationRunner } from '../generation/runner';
 import type { GenerationStore } from '../generation/store';
@@ -16,76 +19,23 @@ import type { Logger } from '../log';
 import type { PlanTable } from '../plans';
 import type { Queue } from '../queue/types';
 import type { Storage } from '../storage';
-import { isTransient, isUnreachable } from './api';
+import { isNotModified, isTransient, isUnreachable } from './api';
+import { actionFor, withChatAction } from './chat-action';
 import { ChatTurnDeps, startChatTurn } from './chat-turn';
 import type { BotDeliveries } from './deliveries';
+import { openReplyView, ReplyView } from './draft-reply';
+import { resultKeyboard } from './result-buttons';
+import { RESULT_TEXTS } from './result-texts';
+import { ResultExtras, ResultOptions, sendGenerationResult } from './result-upload';
 import { sendFormatted, StreamingReply } from './streaming-reply';
 import type { ChatStates } from './state';
 import { Texts, textsFor } from './texts';
-import { ffmpegVoiceEncoder, VoiceEncoder } from './voice-audio';
+import { languageOf } from './language';
 import { jobIds } from '../queue/job-ids';
 
 export { sendFormatted, STREAM_EDIT_INTERVAL_MS, STREAM_MIN_GROWTH, StreamingReply } from './streaming-reply';
-
-/** Bot API upload limits in bytes: larger photos go as documents, larger files are refused. */
-export interface UploadLimits {
-  photo: number;
-  upload: number;
-}
-export const TELEGRAM_UPLOAD_LIMITS: UploadLimits = { photo: 10 * 1024 * 1024, upload: 50 * 1024 * 1024 };
-/** Telegram lets a bot download (getFile) files up to this size. */
-export const TELEGRAM_DOWNLOAD_LIMIT = 20 * 1024 * 1024;
-
-export interface ResultOptions {
-  limits?: UploadLimits;
-  /** Makes speech a voice message (OGG/Opus); by default ffmpeg when it is there. */
-  voice?: VoiceEncoder;
-}
-
-let defaultVoiceEncoder: VoiceEncoder | undefined;
-
-/**
- * A generation's result as an upload of its bytes, or its text: a photo (a document over the
- * photo limit), a video, speech as a voice message (as audio when it cannot be OGG/Opus), other
- * audio, or a document; over the upload limit, a message saying it is too large.
- */
-export async function sendGenerationResult(
-  api: Api,
-  storage: Storage,
-  chatId: string | number,
-  generation: Generation,
-  texts: Texts,
-  options: ResultOptions = {},
-): Promise<void> {
-  const limits = options.limits ?? TELEGRAM_UPLOAD_LIMITS;
-  if (!generation.resultKey) {
-    await sendFormatted(api, chatId, generation.resultText?.trim() || '…');
-    return;
-  }
-  const stat = await storage.stat(generation.resultKey);
-  if (!stat) {
-    await api.sendMessage(chatId, texts.somethingWrong);
-    return;
-  }
-  if (stat.size > limits.upload) {
-    await api.sendMessage(chatId, texts.tooLarge);
-    return;
-  }
-  const bytes = await storage.readAll(generation.resultKey);
-  const extension = generation.resultKey.split('.').pop() ?? 'bin';
-  const file = new InputFile(bytes, `${generation.modelSlug}-${generation.id}.${extension}`);
-  const caption = (generation.prompt ?? '').slice(0, 900) || undefined;
-  const type = stat.contentType;
-  if (/^image\/(png|jpeg|webp)$/.test(type) && stat.size <= limits.photo) await api.sendPhoto(chatId, file, { caption });
-  else if (type === 'video/mp4') await api.sendVideo(chatId, file, { caption });
-  else if (type.startsWith('audio/')) {
-    const encode = options.voice ?? (defaultVoiceEncoder ??= ffmpegVoiceEncoder());
-    const voice = generation.category === 'tts' ? await encode(bytes) : null;
-    if (voice && voice.length <= limits.upload) await api.sendVoice(chatId, new InputFile(voice, `${generation.modelSlug}-${generation.id}.ogg`), { caption });
-    else await api.sendAudio(chatId, file, { caption });
-  }
-  else await api.sendDocument(chatId, file, { caption });
-}
+export { sendGenerationResult, TELEGRAM_DOWNLOAD_LIMIT, TELEGRAM_UPLOAD_LIMITS } from './result-upload';
+export type { ResultOptions, UploadLimits } from './result-upload';
 
 export interface JobSignal {
   signal: AbortSignal;
@@ -136,26 +86,11 @@ export class TelegramDelivery {
       await this.deliveries.finish(generationId, 'blocked');
       return;
     }
-    const view = new StreamingReply(this.api, delivery.chatId, delivery.messageId, texts.thinking, log);
+    const view = openReplyView(this.api, delivery.chatId, generationId, delivery.messageId, texts.thinking, log);
     if (generation.status === 'pending') {
-      const model = runner.modelOf(generation);
-      if (!model) {
-        generation = (await runner.fail(generationId, { message: 'This model is no longer offered', kind: 'unavailable' })) ?? (await this.reload(generationId)) ?? generation;
-      } else if (model.supportsStreaming) {
-        const stream = runner.streamText(generation, model, job.signal);
-        let text = '';
-        let next = await stream.next();
-        while (!next.done) {
-          // A chat turn asks for no tools: only text comes, but a tool-call piece is no text.
-          if (typeof next.value === 'string') text += next.value;
-          await view.progress(text);
-          next = await stream.next();
-        }
-        generation = next.value.generation;
-      } else {
-        await this.api.sendChatAction(delivery.chatId, 'typing').catch(() => undefined);
-        generation = (await runner.runSync(generation, model, job.signal)).generation;
-      }
+      const pending = generation;
+      // "typing…" until the reply is there, however the run ends.
+      generation = await withChatAction(this.api, delivery.chatId, 'typing', () => this.runTurn(pending, view, job), { log, signal: job.signal });
     }
     if (generation.status === 'pending') return;
     if (!(await this.deliveries.claim(generationId))) return;
@@ -179,6 +114,26 @@ export class TelegramDelivery {
     }
   }
 
+  /** Runs a pending chat turn, streaming its text into the view; the generation as it ended. */
+  private async runTurn(generation: Generation, view: ReplyView, job: JobSignal): Promise<Generation> {
+    const { runner } = this.deps;
+    const model = runner.modelOf(generation);
+    if (!model) {
+      return (await runner.fail(generation.id, { message: 'This model is no longer offered', kind: 'unavailable' })) ?? (await this.reload(generation.id)) ?? generation;
+    }
+    if (!model.supportsStreaming) return (await runner.runSync(generation, model, job.signal)).generation;
+    const stream = runner.streamText(generation, model, job.signal);
+    let text = '';
+    let next = await stream.next();
+    while (!next.done) {
+      // A chat turn asks for no tools: only text comes, but a tool-call piece is no text.
+      if (typeof next.value === 'string') text += next.value;
+      await view.progress(text);
+      next = await stream.next();
+    }
+    return next.value.generation;
+  }
+
   /** The `bot.deliver` job: sends an ended generation's result (media) or its failure. */
   async deliver(generationId: number): Promise<void> {
     const delivery = await this.deliveries.get(generationId);
@@ -198,13 +153,14 @@ export class TelegramDelivery {
         if (delivery.kind === 'chat') {
           await new StreamingReply(this.api, delivery.chatId, delivery.messageId, texts.thinking, this.deps.log).replace(failureText(texts, generation));
         } else {
-          await this.api.sendMessage(delivery.chatId, failureText(texts, generation));
+          // The message that said it started now says it failed (a new one if it is gone).
+          await this.updateStarted(delivery, failureText(texts, generation), true);
         }
       } else if (isVoiceTurn(generation)) {
         await this.deliverTranscript(delivery, generation, texts);
         return;
       } else {
-        await this.sendResult(delivery.chatId, generation, texts);
+        await this.closeLoop(delivery, generation, texts);
       }
       await this.deliveries.finish(generationId, 'delivered');
     } catch (error) {
@@ -213,8 +169,63 @@ export class TelegramDelivery {
   }
 
   /** A generation's result as an upload of its bytes (see sendGenerationResult), within this delivery's limits. */
-  sendResult(chatId: string, generation: Generation, texts: Texts): Promise<void> {
-    return sendGenerationResult(this.api, this.deps.storage, chatId, generation, texts, this.resultOptions);
+  async sendResult(chatId: string, generation: Generation, texts: Texts, extras: ResultExtras = {}): Promise<boolean> {
+    return sendGenerationResult(this.api, this.deps.storage, chatId, generation, texts, this.resultOptions, extras);
+  }
+
+  /**
+   * A media result arrives: the "started" message says it is done (first, so a retry after a
+   * failed upload does not send the result twice), then the result goes with the model, the
+   * price charged and the balance left, and buttons: Again, Change prompt, related tools.
+   */
+  private async closeLoop(delivery: BotDelivery, generation: Generation, texts: Texts): Promise<void> {
+    const language = languageOf(delivery.language);
+    const words = RESULT_TEXTS[language];
+    await this.updateStarted(delivery, words.done, false);
+    const user = await this.deps.users.findById(generation.userId);
+    if (!user || !generation.resultKey) {
+      await this.sendResult(delivery.chatId, generation, texts);
+      return;
+    }
+    const { catalog, plans, users } = this.deps;
+    const model = catalog.find(generation.modelSlug);
+    const plan = plans.get(users.effectivePlan(user));
+    await this.sendResult(delivery.chatId, generation, texts, {
+      captionLine: words.caption({ model: model?.name ?? generation.modelSlug, charged: generation.tokensSpent, balance: freeBalance(user) }),
+      keyboard: (picture) => resultKeyboard(generation, { texts, words, picture, catalog, plan }),
+    });
+  }
+
+  /**
+   * The "started" message (or the one that said what is happening) says how it ended. When it
+   * is gone (deleted by the person), `orSend` sends the text instead; a flood wait or an outage
+   * is thrown, so the delivery is retried.
+   */
+  private async updateStarted(delivery: BotDelivery, text: string, orSend: boolean): Promise<void> {
+    if (delivery.messageId !== null) {
+      try {
+        await this.api.editMessageText(delivery.chatId, delivery.messageId, text);
+        return;
+      } catch (error) {
+        if (isTransient(error) || isUnreachable(error)) throw error;
+        // Unchanged: a retry of a delivery that got this far.
+        if (isNotModified(error)) return;
+        this.deps.log.info({ err: (error as Error).message, generationId: delivery.generationId }, 'the started message could not be updated');
+      }
+    }
+    if (orSend) await this.api.sendMessage(delivery.chatId, text);
+  }
+
+  /**
+   * The `generation.run` job of a generation the bot started: the chat shows what is coming
+   * (sending a photo, recording a voice message…) while it runs, stopped however it ends.
+   */
+  async whileRunning<T>(generationId: number, signal: AbortSignal, work: () => Promise<T>): Promise<T> {
+    const delivery = await this.deliveries.get(generationId).catch(() => null);
+    const generation = delivery?.state === 'pending' && delivery.kind === 'media' ? await this.reload(generationId).catch(() => null) : null;
+    if (!delivery || !generation || generation.status !== 'pending' || (await this.chats.load(delivery.chatId)).blocked) return work();
+    const action = actionFor(generation, this.deps.catalog.find(generation.modelSlug)?.upstreamModel);
+    return withChatAction(this.api, delivery.chatId, action, work, { log: this.deps.log, signal });
   }
 
   /** A voice message's transcript is shown, then answered as the chat's next turn. */

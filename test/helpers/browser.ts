@@ -66,13 +66,14 @@ export interface DashboardRig {
 }
 
 /** Starts the app (serving the built dashboard, files at its own URL) and Chromium for the file. */
-export function useDashboard(env: Record<string, string> = {}, options: TestAppOptions = {}): { readonly rig: DashboardRig } {
+/** `env` may be a function, read when the app starts (after the suite's other beforeAll hooks started its fakes). */
+export function useDashboard(env: Record<string, string> | (() => Record<string, string>) = {}, options: TestAppOptions = {}): { readonly rig: DashboardRig } {
   const holder: { rig?: DashboardRig; cleanup?: () => void } = {};
   beforeAll(async () => {
     const web = builtDashboard();
     const port = await freePort();
     const baseUrl = `http://127.0.0.1:${port}`;
-    const app = await startTestApp({ WEB_DIR: web.dir, PUBLIC_BASE_URL: baseUrl, ...env }, { ...options, port });
+    const app = await startTestApp({ WEB_DIR: web.dir, PUBLIC_BASE_URL: baseUrl, ...(typeof env === 'function' ? env() : env) }, { ...options, port });
     // The browser keeps real time: the server's clock starts there too, so "today" is one day for both.
     app.clock.set(new Date());
     const browser = await chromium.launch({

@@ -8,6 +8,9 @@
  * pre-checkout, charges, refunds, transactions) are in fake-telegram-stars.ts, inline mode (queries,
  * answers, chosen results, inline message edits) in fake-telegram-inline.ts; `deliverTo` posts
  * one update to several webhook processes at once, as a redelivery behind a load balancer can.
+ * `sendMessageDraft` (Bot API 9.5) streams drafts in private chats; with `supportsDrafts = false`
+ * it answers 404 as an older server that does not know the method. A deleted message cannot be
+ * edited (400 "message to edit not found").
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -100,6 +103,8 @@ export class FakeTelegram {
   private readonly waiting = new Set<() => void>();
   private readonly messageIds = new Map<number, number>();
   private readonly texts = new Map<string, string>();
+  /** Messages deleted (`chat:message`): editing one is refused, as Telegram does. */
+  private readonly deleted = new Set<string>();
   private readonly scripted = new Map<string, ScriptedError[]>();
   private readonly blocked = new Set<number>();
   /** Files people sent, served by getFile and GET /file/bot<token>/<path>. */
@@ -115,6 +120,8 @@ export class FakeTelegram {
   conflicts = 0;
   /** getUpdates calls received (they are not in `calls`). */
   polls = 0;
+  /** False: acts as a Bot API server older than 9.5, without sendMessageDraft (404). */
+  supportsDrafts = true;
   /** Telegram Stars: invoices, charges, refunds, transactions. */
   readonly stars = new FakeStars({ push: (update) => this.push(update), nextMessageId: (chatId) => this.nextMessageId(chatId) });
   /** Inline mode: `inline.query(...)`, `inline.choose(...)`, the answers and the inline messages. */
@@ -413,11 +420,27 @@ export class FakeTelegram {
         return true;
       case 'getWebhookInfo':
         return { url: this.webhook?.url ?? '', has_custom_certificate: false, pending_update_count: this.updates.length };
+      case 'sendMessageDraft': {
+        if (!this.supportsDrafts) throw { error_code: 404, description: 'Not Found' };
+        const draftId = Number(params.draft_id);
+        if (!Number.isInteger(draftId) || draftId === 0) throw { error_code: 400, description: 'Bad Request: draft_id must be non-zero' };
+        if (!(chatId > 0)) throw { error_code: 400, description: 'Bad Request: TEXTDRAFT_PEER_INVALID' };
+        const text = String(params.text ?? '');
+        if (text.length === 0 || visibleLength(params) > 4096) throw { error_code: 400, description: 'Bad Request: text must be 1-4096 characters' };
+        this.checkHtml(params);
+        return true;
+      }
       case 'setMyCommands':
       case 'sendChatAction':
       case 'answerCallbackQuery':
-      case 'deleteMessage':
         return true;
+      case 'deleteMessage': {
+        const key = `${chatId}:${Number(params.message_id)}`;
+        if (this.deleted.has(key)) throw { error_code: 400, description: 'Bad Request: message to delete not found' };
+        this.texts.delete(key);
+        this.deleted.add(key);
+        return true;
+      }
       case 'sendMessage': {
         const text = String(params.text ?? '');
         if (text.length === 0 || visibleLength(params) > 4096) throw { error_code: 400, description: `Bad Request: message text is ${text.length ? 'too long' : 'empty'}` };
@@ -429,6 +452,7 @@ export class FakeTelegram {
       case 'editMessageText': {
         const text = String(params.text ?? '');
         const key = `${chatId}:${Number(params.message_id)}`;
+        if (this.deleted.has(key)) throw { error_code: 400, description: 'Bad Request: message to edit not found' };
         if (text.length === 0 || visibleLength(params) > 4096) throw { error_code: 400, description: 'Bad Request: MESSAGE_TOO_LONG' };
         this.checkHtml(params);
         if (this.texts.get(key) === text) {
@@ -438,11 +462,13 @@ export class FakeTelegram {
         return { message_id: Number(params.message_id), date: Math.floor(Date.now() / 1000), edit_date: Math.floor(Date.now() / 1000), chat: { id: chatId, type: 'private' }, from: BOT_USER, text };
       }
       case 'sendPhoto': {
+        if (String(params.caption ?? '').length > 1024) throw { error_code: 400, description: 'Bad Request: message caption is too long' };
         const photo = files.photo;
         if (!photo) throw { error_code: 400, description: 'Bad Request: there is no photo in the request' };
         return this.message_(chatId, {
           photo: [{ file_id: `photo-${this.calls.length}`, file_unique_id: `u${this.calls.length}`, width: 1, height: 1, file_size: photo.bytes.length }],
           ...(params.caption ? { caption: params.caption } : {}),
+          ...(params.reply_markup ? { reply_markup: params.reply_markup } : {}),
         });
       }
       case 'getFile': {
@@ -456,10 +482,15 @@ export class FakeTelegram {
       case 'sendVideo':
       case 'sendVoice':
       case 'sendAudio': {
+        if (String(params.caption ?? '').length > 1024) throw { error_code: 400, description: 'Bad Request: message caption is too long' };
         const field = method.slice(4).toLowerCase();
         const file = files[field];
         if (!file) throw { error_code: 400, description: `Bad Request: there is no ${field} in the request` };
-        return this.message_(chatId, { [field]: { file_id: `${field}-${this.calls.length}`, file_unique_id: `u${this.calls.length}`, file_size: file.bytes.length } });
+        return this.message_(chatId, {
+          [field]: { file_id: `${field}-${this.calls.length}`, file_unique_id: `u${this.calls.length}`, file_size: file.bytes.length },
+          ...(params.caption ? { caption: params.caption } : {}),
+          ...(params.reply_markup ? { reply_markup: params.reply_markup } : {}),
+        });
       }
       default:
         throw { error_code: 404, description: `Not Found: method ${method} is not faked` };

@@ -21,8 +21,8 @@ function waitUntil(error: ApiError, i18n: I18n): string {
   return i18n.time(new Date(Date.now() + seconds * 1000));
 }
 
-/** `auth`: a refusal of signing in or registering (its limits are per address, not per plan). */
-export function explain(error: unknown, i18n: I18n, context: 'account' | 'auth' = 'account'): Explained {
+/** `auth`: a refusal of signing in or registering (its limits are per address, not per plan); `checkout`: of paying by card. */
+export function explain(error: unknown, i18n: I18n, context: 'account' | 'auth' | 'checkout' = 'account'): Explained {
   const { t } = i18n;
   if (!(error instanceof ApiError)) return { message: t('error.server', { id: '-' }) };
   const topUp = { label: t('error.topUp'), href: '/overview#top-up' };
@@ -65,7 +65,7 @@ export function explain(error: unknown, i18n: I18n, context: 'account' | 'auth' 
     case 'limit_reached':
       return { message: t('error.keyLimit') };
     case 'feature_disabled':
-      return { message: t('error.disabled') };
+      return { message: t(context === 'checkout' ? 'error.checkoutDisabled' : 'error.disabled') };
     case 'redemption_code_invalid':
       return { message: t('error.codeInvalid') };
     case 'redemption_code_expired':
@@ -73,6 +73,10 @@ export function explain(error: unknown, i18n: I18n, context: 'account' | 'auth' 
       return { message: t('error.codeUsed') };
     case 'redemption_code_already_redeemed':
       return { message: t('error.codeAgain') };
+    case 'plan_downgrade_not_allowed':
+      return { message: t('error.downgrade') };
+    case 'payment_provider_error':
+      return { message: t('error.paymentProvider') };
     default:
       if (error.status >= 500) return { message: t('error.server', { id: String(error.body.error_id ?? error.status) }) };
       return { message: t('error.generic', { detail: error.detail.replace(/\.$/, '') }) };

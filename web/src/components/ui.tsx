@@ -26,7 +26,7 @@ export function PageTitle({ children }: { children: string }): JSX.Element {
 }
 
 /** A refusal of the API, explained, with the link that fixes it. */
-export function ErrorNotice({ error, context }: { error: unknown; context?: 'account' | 'auth' }): JSX.Element | null {
+export function ErrorNotice({ error, context }: { error: unknown; context?: 'account' | 'auth' | 'checkout' }): JSX.Element | null {
   const i18n = useI18n();
   if (error === null || error === undefined) return null;
   const { message, action } = explain(error, i18n, context);

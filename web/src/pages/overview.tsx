@@ -172,17 +172,49 @@ function formatPrice(price: { amount: number; currency: string }, lang: 'en' | '
   return new Intl.NumberFormat(lang === 'ru' ? 'ru-RU' : 'en-GB', { style: 'currency', currency: price.currency.toUpperCase() }).format(price.amount / 100);
 }
 
-/** What is for sale, and redeeming a code (buying online comes with the payments work). */
+/** Stripe sends the buyer back here with `?checkout=success` or `?checkout=cancelled` (STRIPE_SUCCESS_URL). */
+function checkoutReturn(): 'success' | 'cancelled' | null {
+  const value = new URLSearchParams(window.location.search).get('checkout');
+  return value === 'success' || value === 'cancelled' ? value : null;
+}
+
+/** How often, and how many times, the balance is read again after a paid checkout (the webhook credits it). */
+const AFTER_CHECKOUT_POLL_MS = 2000;
+const AFTER_CHECKOUT_POLLS = 15;
+
+/** What is for sale (bought by card through Stripe Checkout), and redeeming a code. */
 function TopUp({ onRedeemed }: { onRedeemed: () => void }): JSX.Element {
   const { t, lang } = useI18n();
   const [products, setProducts] = useState<Products | null>(null);
   const [error, setError] = useState<unknown>(null);
+  const [buyError, setBuyError] = useState<unknown>(null);
   const [done, setDone] = useState<number | null>(null);
   const [busy, setBusy] = useState(false);
+  const [returned] = useState(checkoutReturn);
   useEffect(() => {
     publicCall<Products>('GET', '/billing/products').then(setProducts, () => setProducts({ token_packs: [], plans: [] }));
-    if (window.location.hash === '#top-up') document.getElementById('top-up')?.scrollIntoView();
+    if (window.location.hash === '#top-up' || returned) document.getElementById('top-up')?.scrollIntoView();
   }, []);
+  useEffect(() => {
+    if (returned !== 'success') return undefined;
+    // The purchase is credited when Stripe's webhook arrives, usually within seconds of the return.
+    let polls = 0;
+    const timer = setInterval(() => {
+      onRedeemed();
+      if (++polls >= AFTER_CHECKOUT_POLLS) clearInterval(timer);
+    }, AFTER_CHECKOUT_POLL_MS);
+    return () => clearInterval(timer);
+  }, [returned]);
+  const buy = (product: string): void => {
+    setBusy(true);
+    setBuyError(null);
+    post<{ id: string; url: string }>('/billing/checkout', { product })
+      .then((session) => window.location.assign(session.url))
+      .catch((failure: unknown) => {
+        setBuyError(failure);
+        setBusy(false);
+      });
+  };
   const redeem = (event: JSX.TargetedEvent<HTMLFormElement>): void => {
     event.preventDefault();
     const code = String(new FormData(event.currentTarget).get('code') ?? '');
@@ -207,7 +239,10 @@ function TopUp({ onRedeemed }: { onRedeemed: () => void }): JSX.Element {
             <ul>
               {products.token_packs.map((p) => (
                 <li key={p.id}>
-                  {p.name} — {formatPrice(p.price, lang)}
+                  {p.name} — {formatPrice(p.price, lang)}{' '}
+                  <button type="button" disabled={busy} aria-label={t('overview.buyNamed', { name: p.name })} onClick={() => buy(p.id)}>
+                    {t('overview.buy')}
+                  </button>
                 </li>
               ))}
             </ul>
@@ -217,14 +252,20 @@ function TopUp({ onRedeemed }: { onRedeemed: () => void }): JSX.Element {
             <ul>
               {products.plans.map((p) => (
                 <li key={p.id}>
-                  {t('overview.planLine', { plan: t(`plan.${p.plan}`), n: formatTokens(p.token_limit, lang), price: formatPrice(p.price, lang) })}
+                  {t('overview.planLine', { plan: t(`plan.${p.plan}`), n: formatTokens(p.token_limit, lang), price: formatPrice(p.price, lang) })}{' '}
+                  <button type="button" disabled={busy} aria-label={t('overview.buyNamed', { name: t(`plan.${p.plan}`) })} onClick={() => buy(p.id)}>
+                    {t('overview.buy')}
+                  </button>
                 </li>
               ))}
             </ul>
           </div>
         </div>
       ) : null}
-      <p class="hint">{t('overview.buyLater')}</p>
+      {returned === 'success' ? <Notice tone="success">{t('overview.checkoutSuccess')}</Notice> : null}
+      {returned === 'cancelled' ? <Notice>{t('overview.checkoutCancelled')}</Notice> : null}
+      <ErrorNotice error={buyError} context="checkout" />
+      <p class="hint">{t('overview.buyHint')}</p>
       <form class="inline" onSubmit={redeem}>
         <label>
           {t('overview.code')}
