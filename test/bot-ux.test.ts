@@ -369,6 +369,26 @@ describe('/mode: personas', () => {
     expect(lastSystemPrompt()).toBeUndefined();
   });
 
+  it('a reply appended while the persona changes keeps both (the worker writes only the conversation)', async () => {
+    const chats = app.container.chats;
+    const chatId = 'persona-race';
+    await chats.update(chatId, (state) => {
+      state.assistantId = 'poet';
+    });
+    // Both read the state before either writes: the worker appending a reply, the person switching the persona off.
+    await Promise.all([
+      chats.update(chatId, (state) => {
+        state.history.push({ role: 'assistant', content: 'a verse' });
+      }),
+      chats.update(chatId, (state) => {
+        state.assistantId = null;
+      }),
+    ]);
+    const state = await chats.load(chatId);
+    expect(state.assistantId).toBeNull();
+    expect(state.history).toEqual([{ role: 'assistant', content: 'a verse' }]);
+  });
+
   it('a persona uninstalled elsewhere falls back to the plain chat, said once, in Russian', async () => {
     const ria = person('ru', 'Рия');
     tg.message(ria, '/mode');

@@ -40,6 +40,9 @@ import { IdKind, Owned, seedResources } from './helpers/fuzz/seed';
 import { RouteEntry, routeTable } from './helpers/route-table';
 import { userOnPlan } from './helpers/users';
 
+/** The sweep sends every route with an id, in every form, by two callers: minutes on a loaded 2-core machine. */
+const SWEEP_TIMEOUT_MS = 240_000;
+
 type SweptKind = IdKind | 'assistant';
 
 /** What the `:id` of a route names, by the route's path. */
@@ -249,7 +252,7 @@ describe('IDOR sweep over the route table', () => {
     }
     expect(failures).toEqual([]);
     expect(requests).toBeGreaterThan(400);
-  });
+  }, SWEEP_TIMEOUT_MS);
 
   it("serves result files to whoever has the URL (capability URLs), and never another user's inputs", async () => {
     const [a, b] = holder.parties ?? [];

@@ -104,41 +104,78 @@ function isTurn(value: unknown): value is ChatTurn {
   return typeof v === 'object' && v !== null && (v.role === 'user' || v.role === 'assistant') && typeof v.content === 'string';
 }
 
+/**
+ * A chat's state in two keys: `chat:<id>` (the conversation and whether the person blocked the
+ * bot) and `chat-settings:<id>` (the chosen model and persona). The worker appends each reply to
+ * the conversation while the person may be changing a setting in the bot; `update` writes only the
+ * part it changed, so neither write can put back what the other just changed (a persona switched
+ * off while a reply streamed stays off).
+ */
 export class ChatStates {
   constructor(private readonly store: KeyValueStore) {}
 
   async load(chatId: string | number): Promise<ChatState> {
-    const raw = await this.store.get(`chat:${chatId}`);
-    if (!raw) return emptyChatState();
-    try {
-      const parsed = JSON.parse(raw) as { v?: number; history?: unknown; textModel?: unknown; blocked?: unknown; assistantId?: unknown };
-      if (parsed.v !== CHAT_STATE_VERSION) return emptyChatState();
-      return {
-        history: Array.isArray(parsed.history) ? parsed.history.filter(isTurn) : [],
-        textModel: typeof parsed.textModel === 'string' ? parsed.textModel : null,
-        blocked: parsed.blocked === true,
-        assistantId: typeof parsed.assistantId === 'string' ? parsed.assistantId : null,
-      };
-    } catch {
-      return emptyChatState();
+    const [raw, rawSettings] = await Promise.all([this.store.get(`chat:${chatId}`), this.store.get(`chat-settings:${chatId}`)]);
+    const state = emptyChatState();
+    const conversation = parseVersioned(raw);
+    if (conversation) {
+      state.history = Array.isArray(conversation.history) ? conversation.history.filter(isTurn) : [];
+      state.blocked = conversation.blocked === true;
     }
+    // Settings written before they had their own key are read from the conversation's.
+    const settings = parseVersioned(rawSettings) ?? conversation;
+    if (settings) {
+      state.textModel = typeof settings.textModel === 'string' ? settings.textModel : null;
+      state.assistantId = typeof settings.assistantId === 'string' ? settings.assistantId : null;
+    }
+    return state;
   }
 
+  /** Writes the whole state (both keys). */
   async save(chatId: string | number, state: ChatState): Promise<void> {
+    await Promise.all([this.saveConversation(chatId, state), this.saveSettings(chatId, state)]);
+  }
+
+  /** Changes the state; writes only the key whose part changed. */
+  async update(chatId: string | number, change: (state: ChatState) => ChatState | void): Promise<ChatState> {
+    const state = await this.load(chatId);
+    const before = { conversation: conversationPart(state), settings: settingsPart(state) };
+    const next = change(state) ?? state;
+    const writes: Array<Promise<void>> = [];
+    if (conversationPart(next) !== before.conversation) writes.push(this.saveConversation(chatId, next));
+    if (settingsPart(next) !== before.settings) writes.push(this.saveSettings(chatId, next));
+    await Promise.all(writes);
+    return next;
+  }
+
+  private async saveConversation(chatId: string | number, state: ChatState): Promise<void> {
     let history = state.history.slice(-MAX_TURNS);
-    let value = JSON.stringify({ v: CHAT_STATE_VERSION, ...state, history });
+    const encode = (turns: ChatTurn[]): string => JSON.stringify({ v: CHAT_STATE_VERSION, history: turns, blocked: state.blocked });
+    let value = encode(history);
     while (Buffer.byteLength(value) > MAX_STATE_BYTES && history.length > 0) {
       history = history.slice(Math.max(1, Math.ceil(history.length / 4)));
-      value = JSON.stringify({ v: CHAT_STATE_VERSION, ...state, history });
+      value = encode(history);
     }
-    if (Buffer.byteLength(value) > MAX_STATE_BYTES) value = JSON.stringify({ v: CHAT_STATE_VERSION, ...state, history: [] });
+    if (Buffer.byteLength(value) > MAX_STATE_BYTES) value = encode([]);
     await this.store.set(`chat:${chatId}`, value, CHAT_TTL_SECONDS);
   }
 
-  async update(chatId: string | number, change: (state: ChatState) => ChatState | void): Promise<ChatState> {
-    const state = await this.load(chatId);
-    const next = change(state) ?? state;
-    await this.save(chatId, next);
-    return next;
+  private async saveSettings(chatId: string | number, state: ChatState): Promise<void> {
+    await this.store.set(`chat-settings:${chatId}`, JSON.stringify({ v: CHAT_STATE_VERSION, textModel: state.textModel, assistantId: state.assistantId }), CHAT_TTL_SECONDS);
   }
 }
+
+type StoredChat = { v?: number; history?: unknown; textModel?: unknown; blocked?: unknown; assistantId?: unknown };
+
+function parseVersioned(raw: string | null | undefined): StoredChat | null {
+  if (!raw) return null;
+  try {
+    const parsed = JSON.parse(raw) as StoredChat;
+    return parsed.v === CHAT_STATE_VERSION ? parsed : null;
+  } catch {
+    return null;
+  }
+}
+
+const conversationPart = (state: ChatState): string => JSON.stringify([state.history, state.blocked]);
+const settingsPart = (state: ChatState): string => JSON.stringify([state.textModel, state.assistantId]);
