@@ -21,10 +21,21 @@ function waitUntil(error: ApiError, i18n: I18n): string {
   return i18n.time(new Date(Date.now() + seconds * 1000));
 }
 
-/** `auth`: a refusal of signing in or registering (its limits are per address, not per plan); `checkout`: of paying by card. */
-export function explain(error: unknown, i18n: I18n, context: 'account' | 'auth' | 'checkout' = 'account'): Explained {
+export type ErrorContext = 'account' | 'auth' | 'checkout' | 'link';
+
+/**
+ * `auth`: a refusal of signing in or registering (its limits are per address, not per plan);
+ * `checkout`: of paying by card; `link`: of a Telegram link code (POST /auth/link).
+ */
+export function explain(error: unknown, i18n: I18n, context: ErrorContext = 'account'): Explained {
   const { t } = i18n;
   if (!(error instanceof ApiError)) return { message: t('error.server', { id: '-' }) };
+  if (context === 'link') {
+    if (error.code === 'validation_failed') return { message: t('error.linkCode') };
+    if (error.code === 'identity_conflict') {
+      return { message: t(error.body.reason === 'already_linked' ? 'error.linkAlreadyLinked' : 'error.linkTelegramInUse') };
+    }
+  }
   const topUp = { label: t('error.topUp'), href: '/overview#top-up' };
   switch (error.code) {
     case 'network':
