@@ -5,7 +5,7 @@ import { ACCESS_TOKEN_TTL_SECONDS } from '../../shared/auth/access-tokens';
 import type { SignedIn } from '../../shared/auth/password-accounts';
 import type { ClientInfo } from '../../shared/auth/sessions';
 import { REFRESH_TOKEN_TTL_DAYS } from '../../shared/auth/sessions';
-import { presentAuthMethods, presentLoginUser, presentSession } from '../presenters/account';
+import { presentAuthMethods, presentLoginUser, presentProviders, presentSession } from '../presenters/account';
 import { AppError } from '../../shared/errors';
 import { AppContext, AppCustom, AppState, callerOf } from '../context';
 import { EmailSchema, parseBody, parseId, PasswordSchema } from '../http';
@@ -33,7 +33,12 @@ const MessengerBody = z
   .catchall(z.union([z.string().max(2048), z.number(), z.boolean()]));
 const IdentityProviderBody = z.union([
   z.object({ id_token: z.string().min(1).max(16_384) }),
-  z.object({ code: z.string().min(1).max(4096), redirect_uri: z.url().max(2048) }),
+  z.object({
+    code: z.string().min(1).max(4096),
+    redirect_uri: z.url().max(2048),
+    // RFC 7636: 43-128 unreserved characters.
+    code_verifier: z.string().regex(/^[A-Za-z0-9._~-]{43,128}$/, 'must be 43-128 characters of A-Z, a-z, 0-9, ".", "_", "~" and "-"').optional(),
+  }),
 ]);
 const RefreshBody = z.object({ refresh_token: z.string().min(1).max(256).optional() });
 const ForgotBody = z.object({ email: EmailSchema });
@@ -86,6 +91,14 @@ export function authRoutes(): Router<AppState, AppCustom> {
     const body = parseBody(ctx, LoginBody);
     const signedIn = await ctx.container.passwords.login(body, clientInfo(ctx));
     ctx.body = await tokenResponse(ctx, signedIn, { userEmail: true });
+  });
+
+  // Public: the dashboard's sign-in page asks which buttons to show (nothing secret: a bot's id
+  // and an OAuth client id are what every browser sees in the redirect anyway).
+  router.get('/providers', async (ctx) => {
+    const { messenger, identityProvider } = ctx.container;
+    ctx.set('Cache-Control', 'no-cache');
+    ctx.body = presentProviders(messenger.botId, await identityProvider.authorizationStart());
   });
 
   router.post('/messenger', async (ctx) => {

@@ -64,6 +64,12 @@ export function explain(error: unknown, i18n: I18n, context: ErrorContext = 'acc
       return { message: t('error.credentials'), action: { label: t('error.forgot'), href: '/forgot-password' } };
     case 'email_taken':
       return { message: t('error.emailTaken'), action: { label: t('error.signInInstead'), href: '/sign-in' } };
+    case 'invalid_messenger_login':
+      return { message: t('error.telegramLogin'), action: { label: t('auth.backToSignIn'), href: '/sign-in' } };
+    case 'invalid_identity_token':
+      return { message: t('error.identityToken'), action: { label: t('auth.backToSignIn'), href: '/sign-in' } };
+    case 'identity_conflict':
+      return { message: t('error.identityConflict'), action: { label: t('auth.signIn'), href: '/sign-in' } };
     case 'invalid_reset_token':
       return { message: t('error.resetToken'), action: { label: t('error.newLink'), href: '/forgot-password' } };
     case 'not_authenticated':
