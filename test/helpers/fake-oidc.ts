@@ -52,8 +52,8 @@ export interface FakeOidcProvider {
   /** When false, the discovery document answers 404. */
   discoveryEnabled: boolean;
   signIdToken(options: IdTokenOptions): Promise<string>;
-  /** A one-time authorization code the token endpoint exchanges for `idToken`. */
-  issueCode(redirectUri: string, idToken: string): string;
+  /** A one-time authorization code the token endpoint exchanges for `idToken` (with the verifier of `codeChallenge`, when given). */
+  issueCode(redirectUri: string, idToken: string, codeChallenge?: string): string;
   close(): Promise<void>;
 }
 
@@ -192,9 +192,9 @@ export async function startFakeOidc(options: { clientId?: string; clientSecret?:
       state.discoveryEnabled = value;
     },
     signIdToken: sign,
-    issueCode(redirectUri: string, idToken: string): string {
+    issueCode(redirectUri: string, idToken: string, codeChallenge?: string): string {
       const code = crypto.randomBytes(12).toString('base64url');
-      codes.set(code, { redirectUri, idToken });
+      codes.set(code, { redirectUri, idToken, codeChallenge });
       return code;
     },
     async close() {
