@@ -10,7 +10,7 @@ import type { Page, Route } from 'playwright-core';
 import { widgetHash, WidgetData } from '../shared/auth/messenger-login';
 import { Identity, User } from '../shared/db/entities';
 import { useTestApp } from './helpers/app';
-import { cspViolations, useDashboard } from './helpers/browser';
+import { cspViolations, screenshot, seriousAxeViolations, useDashboard } from './helpers/browser';
 import { startFakeOidc } from './helpers/fake-oidc';
 import type { FakeOidcProvider } from './helpers/fake-oidc';
 import './helpers/locator-matchers';
@@ -70,10 +70,14 @@ describe('signing in with Telegram and with the identity provider', () => {
     const { context, page } = await d.rig.newPage();
     const seen: URL[] = [];
     await page.route('https://oauth.telegram.org/**', telegramAnswering(() => {
-      const fields: WidgetData = { id: 620_000_001, first_name: 'Tanya', username: 'tanya_tg', auth_date: nowSeconds() };
+      // A name beyond Latin-1: the JSON is UTF-8 under the base64url.
+      const fields: WidgetData = { id: 620_000_001, first_name: 'Таня', username: 'tanya_tg', auth_date: nowSeconds() };
       return { ...fields, hash: widgetHash(fields, BOT_TOKEN) };
     }, seen));
     await toSignIn(page);
+    await page.getByRole('button', { name: 'Sign in with Acme ID' }).waitFor();
+    expect(await seriousAxeViolations(page)).toEqual([]);
+    await screenshot(page, 'sign-in-with-providers');
     await page.getByRole('button', { name: 'Sign in with Telegram' }).click();
     await page.waitForURL('**/overview');
     expect(seen).toHaveLength(1);
@@ -86,7 +90,7 @@ describe('signing in with Telegram and with the identity provider', () => {
     });
     const identity = await d.rig.app.container.db.repo(Identity).findOneByOrFail({ kind: 'messenger', subject: '620000001' });
     const user = await d.rig.app.container.db.repo(User).findOneByOrFail({ id: identity.userId });
-    expect(user.name).toBe('Tanya');
+    expect(user.name).toBe('Таня');
     // The signed fields do not stay in the address bar.
     expect(new URL(page.url()).hash).toBe('');
     expect(await cspViolations(page)).toEqual([]);
@@ -107,9 +111,11 @@ describe('signing in with Telegram and with the identity provider', () => {
   it('Sign in with Acme ID: the code flow with state and PKCE signs the person in; a forged return is refused', async () => {
     oidc.authorizeAs = { sub: 'acme-1', now: nowSeconds(), claims: { email: 'ann@acme.test', email_verified: true, name: 'Ann Acme' } };
     const { context, page } = await d.rig.newPage();
-    await toSignIn(page);
+    // Sent to sign in from a page, the person comes back to that page after the trip to the provider.
+    await page.goto('/history');
+    await page.waitForURL('**/sign-in?next=%2Fhistory');
     await page.getByRole('button', { name: 'Sign in with Acme ID' }).click();
-    await page.waitForURL('**/overview');
+    await page.waitForURL('**/history');
 
     const asked = oidc.authorizeRequests.at(-1)!;
     expect(asked).toMatchObject({ client_id: oidc.clientId, response_type: 'code', scope: 'openid email profile', redirect_uri: `${d.rig.baseUrl}/auth/callback`, code_challenge_method: 'S256' });

@@ -8,7 +8,7 @@ import { Identity, User } from '../shared/db/entities';
 import { TEXTS } from '../shared/telegram/texts';
 import { en } from '../web/src/messages/en';
 import { ru } from '../web/src/messages/ru';
-import { cspViolations, useDashboard } from './helpers/browser';
+import { cspViolations, screenshot, useDashboard } from './helpers/browser';
 import './helpers/locator-matchers';
 import { registerUser } from './helpers/users';
 
@@ -18,7 +18,7 @@ async function signIn(page: Page, email: string, password: string): Promise<void
   await page.goto('/sign-in');
   await page.getByLabel('E-mail').fill(email);
   await page.getByLabel('Password').fill(password);
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
   await page.waitForURL('**/overview');
 }
 
@@ -46,6 +46,7 @@ describe('Account → Link Telegram', () => {
     await page.getByLabel('Link code').fill('WRONG123');
     await page.getByRole('button', { name: 'Link Telegram' }).click();
     await page.getByText('This code is wrong, expired or already used. Send /link to the bot for a new one').waitFor();
+    await screenshot(page, 'account-link-telegram-refused');
 
     // People type codes in lower case and with spaces; the API forgives both.
     await page.getByLabel('Link code').fill(`${code.slice(0, 4).toLowerCase()} ${code.slice(4)}`);
@@ -60,6 +61,7 @@ describe('Account → Link Telegram', () => {
     // After a reload the page says which Telegram account is linked.
     await page.reload();
     await expect(page.getByTestId('telegram-linked')).toHaveTextLater('Telegram @ann_tg is linked to this account.');
+    await screenshot(page, 'account-telegram-linked');
     expect(await cspViolations(page)).toEqual([]);
     await context.close();
   });

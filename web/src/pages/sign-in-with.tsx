@@ -15,11 +15,29 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { publicCall, signIn } from '../api';
 import { ErrorNotice, Notice } from '../components/ui';
 import { useI18n } from '../i18n';
-import { Link, useLocation } from '../router';
+import { Link, navigate, useLocation } from '../router';
 
 export const TELEGRAM_RETURN_PATH = '/auth/telegram';
 export const IDENTITY_PROVIDER_RETURN_PATH = '/auth/callback';
 const PENDING_KEY = 'gensvc-oidc-pending';
+const NEXT_KEY = 'gensvc-sign-in-next';
+
+/** The page a signed-out visitor was sent away from (`/sign-in?next=…`) survives the trip out. */
+function rememberNext(): void {
+  const next = new URLSearchParams(window.location.search).get('next');
+  if (next) sessionStorage.setItem(NEXT_KEY, next);
+  else sessionStorage.removeItem(NEXT_KEY);
+}
+
+/**
+ * Clears what the provider put in the address (signed fields, a code) and puts back `next`; the
+ * shell reads it once signed in (and checks it is a path of this site).
+ */
+function cleanAddress(): void {
+  const next = sessionStorage.getItem(NEXT_KEY);
+  sessionStorage.removeItem(NEXT_KEY);
+  navigate(window.location.pathname + (next ? `?next=${encodeURIComponent(next)}` : ''), { replace: true });
+}
 
 interface Providers {
   telegram: { bot_id: number } | null;
@@ -49,6 +67,7 @@ function startTelegram(botId: number): void {
   url.searchParams.set('origin', origin);
   url.searchParams.set('request_access', 'write');
   url.searchParams.set('return_to', origin + TELEGRAM_RETURN_PATH);
+  rememberNext();
   window.location.assign(url.toString());
 }
 
@@ -65,6 +84,7 @@ async function startIdentityProvider(provider: NonNullable<Providers['identity_p
   url.searchParams.set('state', state);
   url.searchParams.set('code_challenge', challenge);
   url.searchParams.set('code_challenge_method', 'S256');
+  rememberNext();
   window.location.assign(url.toString());
 }
 
@@ -78,7 +98,7 @@ export function OtherWaysIn(): JSX.Element | null {
   if (!providers || (!providers.telegram && !providers.identity_provider)) return null;
   const { telegram, identity_provider: idp } = providers;
   return (
-    <div class="stack" role="group" aria-label={t('auth.otherWays')}>
+    <div class="stack other-ways" role="group" aria-label={t('auth.otherWays')}>
       {telegram ? (
         <button type="button" onClick={() => startTelegram(telegram.bot_id)}>
           {t('auth.withTelegram')}
@@ -132,12 +152,13 @@ function ArrivalPage({ outcome }: { outcome: Outcome }): JSX.Element {
 export function TelegramReturn({ onSignedIn }: { onSignedIn: () => Promise<void> }): JSX.Element {
   const { t } = useI18n();
   const outcome = useArrival(async () => {
-    const encoded = new URLSearchParams(window.location.hash.slice(1)).get('tgAuthResult');
+    // Read by hand, not URLSearchParams: that would turn a standard base64 '+' into a space.
+    const encoded = /(?:^#|&)tgAuthResult=([^&]*)/.exec(window.location.hash)?.[1];
     // The signed fields are not to stay in the address bar or the history.
-    window.history.replaceState(null, '', window.location.pathname);
+    cleanAddress();
     let fields: unknown = null;
     try {
-      fields = encoded ? decodeBase64urlJson(encoded) : null;
+      fields = encoded ? decodeBase64urlJson(decodeURIComponent(encoded)) : null;
     } catch {
       fields = null;
     }
@@ -154,13 +175,13 @@ export function IdentityProviderReturn({ onSignedIn }: { onSignedIn: () => Promi
   const { t } = useI18n();
   const { query } = useLocation();
   const outcome = useArrival(async () => {
+    const [code, state, refusal] = [query.get('code'), query.get('state'), query.get('error')];
     const pendingText = sessionStorage.getItem(PENDING_KEY);
     sessionStorage.removeItem(PENDING_KEY);
-    window.history.replaceState(null, '', window.location.pathname);
+    cleanAddress();
     const pending = pendingText ? (JSON.parse(pendingText) as { state?: string; verifier?: string }) : null;
-    const code = query.get('code');
-    if (!pending?.state || pending.state !== query.get('state')) return t('auth.stateMismatch');
-    if (!code) return t('auth.providerRefused', { error: query.get('error') ?? '-' });
+    if (!pending?.state || pending.state !== state) return t('auth.stateMismatch');
+    if (!code) return t('auth.providerRefused', { error: refusal ?? '-' });
     await signIn('/auth/identity-provider', { code, redirect_uri: window.location.origin + IDENTITY_PROVIDER_RETURN_PATH, code_verifier: pending.verifier });
     await onSignedIn();
     return null;
