@@ -2,7 +2,8 @@
  * Property-based fuzzing of every route of the real app (issue #13): for each route of the table
  * read from the app's routers, fast-check generates requests (callers and credentials, path
  * params, query strings, bodies, headers; see test/helpers/fuzz/) and each answer must be:
- * below 500; for a 4xx, the catalogue's `{detail, code}`; for a refused request, no change of any
+ * below 500; for a 4xx, the catalogue's `{detail, code}`; as the OpenAPI document describes the
+ * route (status, content type, body schema; test/openapi.test.ts); for a refused request, no change of any
  * balance bucket of any user, of the ledger or of the generations; for another user's id, never
  * a 2xx. At the end the ledger audit (`admin audit-ledger`) must find nothing.
  *
@@ -17,6 +18,7 @@ import { auditLedger } from '../shared/billing/audit';
 import { DRIVERS } from './helpers/fuzz/drivers';
 import { answerViolations, caseArb, describeExchange, RequestBuilder, send } from './helpers/fuzz/request';
 import { FuzzWorld } from './helpers/fuzz/world';
+import { isApiPath, undocumentedAnswer } from './helpers/openapi-check';
 import { RouteEntry, routeTable } from './helpers/route-table';
 
 const SEED = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : crypto.randomInt(2 ** 31);
@@ -28,12 +30,13 @@ function seedFor(key: string): number {
   return h;
 }
 
-const holder: { world?: FuzzWorld; routes?: RouteEntry[] } = {};
+const holder: { world?: FuzzWorld; routes?: RouteEntry[]; document?: Record<string, unknown> } = {};
 const stats = { requests: 0, started: Date.now(), byRoute: new Map<string, { requests: number; statuses: Map<number, number> }>() };
 
 beforeAll(async () => {
   holder.world = await FuzzWorld.start();
   holder.routes = routeTable(holder.world.app.container);
+  holder.document = (await holder.world.app.http().get('/api/v2/openapi.json')).body as Record<string, unknown>;
 }, 120_000);
 
 afterAll(async () => {
@@ -43,6 +46,12 @@ afterAll(async () => {
     console.log(`fuzz: ${stats.requests} requests in ${((Date.now() - stats.started) / 1000).toFixed(1)} s, seed ${SEED}\n${lines.join('\n')}`);
   }
 });
+
+/** Whether `url` reaches `route` (a generated empty or slashed param can route a request elsewhere: /v1/models/). */
+function routedHere(route: RouteEntry, url: string): boolean {
+  const pattern = new RegExp(`^${route.path.replace(/:[A-Za-z0-9_]+/g, '[^/]+')}/?$`);
+  return pattern.test(new URL(url, 'http://x').pathname);
+}
 
 function world(): FuzzWorld {
   if (!holder.world) throw new Error('fuzz world not started');
@@ -82,6 +91,12 @@ describe(`route fuzzing (FUZZ_SEED=${SEED})`, () => {
           if (process.env.FUZZ_STATS === 'why' && res.status >= 400) console.log(`${key} ${res.status} ${JSON.stringify(res.body).slice(0, 300)}\n${describeExchange(request, res)}`);
           const after = res.status >= 400 ? await world().moneyState() : before;
           const problems = answerViolations(request, res, before, after);
+          // What the handler of this route answered must be what the OpenAPI document says it answers.
+          if (request.method === route.method && res.status !== 405 && isApiPath(route.path) && holder.document && routedHere(route, request.url)) {
+            const contentType = String(res.headers['content-type'] ?? '').split(';')[0] ?? '';
+            const empty = !res.headers['content-type'];
+            for (const problem of undocumentedAnswer(holder.document, key, { status: res.status, contentType, body: res.body, empty })) problems.push(`not as documented: ${problem}`);
+          }
           if (problems.length > 0) throw new Error(`${problems.join('\n')}\n${describeExchange(request, res)}`);
         }),
         { numRuns: Math.max(1, Math.round(driver.runs * SCALE)), seed: seedFor(key) },

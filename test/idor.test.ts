@@ -63,6 +63,7 @@ const NOT_A_USERS_RESOURCE: Record<string, string> = {
   'POST /api/v2/models/:slug/calculate-price': 'a public catalog slug',
   'POST /api/v2/assistants/marketplace/:id/install': 'a public marketplace id: installing it is any user\'s right (the install is then their own)',
   'GET /v1/models/:id': 'a public catalog slug (or an upstream\'s model name)',
+  'GET /docs/assets/:file': 'a static file of the /docs page, the same for everyone',
 };
 
 /** A body that passes validation, so that only ownership decides (routes not listed send none). */

@@ -164,8 +164,8 @@ describe('the Stripe variables', () => {
       secretKey: 'sk_live_abc',
       webhookSecret: 'whsec_abc',
       apiBase: 'http://127.0.0.1:12111',
-      successUrl: 'https://x.test/?checkout=success&session_id={CHECKOUT_SESSION_ID}',
-      cancelUrl: 'https://x.test/?checkout=cancelled',
+      successUrl: 'https://x.test/overview?checkout=success&session_id={CHECKOUT_SESSION_ID}',
+      cancelUrl: 'https://x.test/overview?checkout=cancelled',
     });
   });
 });

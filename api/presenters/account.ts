@@ -3,7 +3,7 @@
  * sessions and keys. The admin command line prints the same objects.
  */
 import type { ApiKey, Identity, Session, User } from '../../shared/db/entities';
-import type { Plan } from '../../shared/plans';
+import type { Plan, PlanName } from '../../shared/plans';
 import { tokenBalance } from '../../shared/billing';
 import { iso } from './dates';
 import type { AuthorizationStart } from '../../shared/auth/identity-provider';
@@ -14,7 +14,7 @@ export interface UserView {
   email: string | null;
   messenger_username: string | null;
   avatar_url: string | null;
-  plan: string;
+  plan: PlanName;
   plan_expires_at: string | null;
   token_balance: number;
   token_limit: number;

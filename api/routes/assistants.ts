@@ -6,6 +6,9 @@ import { AppCustom, AppState, callerOf } from '../context';
 import { parseBody, validate } from '../http';
 import { requireAuth } from '../middleware/auth';
 import { presentAssistant, presentInstalledAssistant } from '../presenters/assistant';
+import type { RouteDoc } from '../openapi/registry';
+import { AssistantIdParam } from '../openapi/schemas/params';
+import { Assistant as AssistantSchema, AssistantRating, InstalledAssistants, MarketplacePage } from '../openapi/schemas/records';
 
 const MarketplaceQuery = z.object({
   page: z.coerce.number().int().min(1).max(100_000).default(1),
@@ -56,3 +59,13 @@ export function assistantRoutes(): Router<AppState, AppCustom> {
 
   return router;
 }
+
+const tag = 'Assistants';
+
+export const assistantRouteDocs: RouteDoc[] = [
+  { method: 'get', path: '/api/v2/assistants/marketplace', tag, auth: 'user', summary: 'The marketplace: search and page', query: MarketplaceQuery, responses: { 200: { description: 'A page of assistants', schema: MarketplacePage } } },
+  { method: 'post', path: '/api/v2/assistants/marketplace/:id/install', tag, auth: 'user', summary: 'Install an assistant', params: AssistantIdParam, responses: { 201: { description: 'Installed', schema: AssistantSchema }, 200: { description: 'Already installed', schema: AssistantSchema } } },
+  { method: 'get', path: '/api/v2/assistants', tag, auth: 'user', summary: "The caller's installed assistants", responses: { 200: { description: 'Installed assistants', schema: InstalledAssistants } } },
+  { method: 'delete', path: '/api/v2/assistants/:id', tag, auth: 'user', summary: 'Uninstall an assistant', params: AssistantIdParam, responses: { 204: { description: 'Uninstalled' } } },
+  { method: 'post', path: '/api/v2/assistants/:id/rate', tag, auth: 'user', summary: 'Rate an installed assistant 1–5', params: AssistantIdParam, body: RateBody, bodyExample: { rating: 4 }, responses: { 200: { description: 'The rating and the new average', schema: AssistantRating } } },
+];

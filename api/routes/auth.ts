@@ -10,6 +10,9 @@ import { AppError } from '../../shared/errors';
 import { AppContext, AppCustom, AppState, callerOf } from '../context';
 import { EmailSchema, parseBody, parseId, PasswordSchema } from '../http';
 import { optionalAuth, requireAuth, sessionOnly } from '../middleware/auth';
+import type { RouteDoc } from '../openapi/registry';
+import { AuthMethods, IdentityProviderTokenResponse, RefreshResponse, SessionItem, TokenResponse } from '../openapi/schemas/account';
+import { IdParam } from '../openapi/schemas/params';
 
 export const REFRESH_COOKIE = 'refresh_token';
 const COOKIE_PATH = '/api/v2/auth';
@@ -44,6 +47,7 @@ const RefreshBody = z.object({ refresh_token: z.string().min(1).max(256).optiona
 const ForgotBody = z.object({ email: EmailSchema });
 const ResetBody = z.object({ token: z.string().min(1).max(256), password: PasswordSchema });
 const ChangePasswordBody = z.object({ current_password: z.string().max(1024), new_password: PasswordSchema });
+const LinkBody = z.object({ code: z.string().min(4).max(32) });
 
 export function clientInfo(ctx: AppContext): ClientInfo {
   return { userAgent: ctx.get('user-agent') || null, ip: ctx.ip || null };
@@ -167,7 +171,7 @@ export function authRoutes(): Router<AppState, AppCustom> {
   });
 
   router.post('/link', requireAuth, sessionOnly, async (ctx) => {
-    const body = parseBody(ctx, z.object({ code: z.string().min(4).max(32) }));
+    const body = parseBody(ctx, LinkBody);
     const caller = callerOf(ctx);
     await ctx.container.links.redeem(caller.user.id, body.code);
     const identities = await ctx.container.users.identities(caller.user.id);
@@ -192,3 +196,21 @@ export function authRoutes(): Router<AppState, AppCustom> {
 
   return router;
 }
+
+const tag = 'Accounts and sessions';
+const tokenAnswer = (description: string) => ({ description, schema: TokenResponse });
+
+export const authRouteDocs: RouteDoc[] = [
+  { method: 'post', path: '/api/v2/auth/register', tag, auth: 'none', summary: 'Create an account (free plan) and sign in', body: RegisterBody, bodyExample: { email: 'me@example.com', password: 'a long password', name: 'Me' }, responses: { 201: tokenAnswer('Signed in; the refresh cookie is set') }, errors: ['email_taken', 'rate_limited'] },
+  { method: 'post', path: '/api/v2/auth/login', tag, auth: 'none', summary: 'Sign in with e-mail and password', body: LoginBody, bodyExample: { email: 'me@example.com', password: 'a long password' }, responses: { 200: tokenAnswer('Signed in; the refresh cookie is set') }, errors: ['invalid_credentials', 'rate_limited'] },
+  { method: 'post', path: '/api/v2/auth/messenger', tag, auth: 'none', summary: 'Sign in with the Telegram Login Widget', description: 'The first login creates a free account without e-mail. 503 when the server has no bot token.', body: MessengerBody, responses: { 200: tokenAnswer('Signed in') }, errors: ['invalid_messenger_login', 'feature_disabled'] },
+  { method: 'post', path: '/api/v2/auth/identity-provider', tag, auth: 'none', summary: 'Sign in with the OpenID Connect provider', description: 'An `id_token`, or an authorization `code` with its `redirect_uri`.', body: IdentityProviderBody, responses: { 200: { description: 'Signed in', schema: IdentityProviderTokenResponse } }, errors: ['invalid_identity_token', 'identity_conflict', 'feature_disabled'] },
+  { method: 'post', path: '/api/v2/auth/refresh', tag, auth: 'refresh', summary: 'A new access token for the refresh cookie (or body token); rotates it', description: 'A refresh token used twice revokes its session.', body: RefreshBody, responses: { 200: { description: 'A new access token', schema: RefreshResponse } } },
+  { method: 'post', path: '/api/v2/auth/logout', tag, auth: 'refresh', summary: 'End the session (access token, refresh cookie or body token)', description: 'An API key is 403 `api_key_not_allowed`: it has no session to end.', body: RefreshBody, responses: { 204: { description: 'Signed out; the cookie is cleared' } }, errors: ['api_key_not_allowed', 'insufficient_plan'] },
+  { method: 'post', path: '/api/v2/auth/forgot-password', tag, auth: 'none', summary: 'Mail a one-hour, single-use reset link', body: ForgotBody, responses: { 202: { description: 'Always, whether or not the address has an account', schema: z.strictObject({ detail: z.string() }) } }, errors: ['rate_limited'] },
+  { method: 'post', path: '/api/v2/auth/reset-password', tag, auth: 'none', summary: 'Set a new password with a reset link', description: 'Revokes every session and every other outstanding link (API keys keep working).', body: ResetBody, responses: { 204: { description: 'Password changed' } }, errors: ['invalid_reset_token'] },
+  { method: 'post', path: '/api/v2/auth/change-password', tag, auth: 'session', summary: 'Change the password', description: 'Revokes the other sessions and every outstanding reset link.', body: ChangePasswordBody, responses: { 204: { description: 'Password changed' } }, errors: ['wrong_password'] },
+  { method: 'post', path: '/api/v2/auth/link', tag, auth: 'session', summary: "Link the bot's Telegram account with a code from its /link", body: LinkBody, responses: { 200: { description: 'Linked', schema: z.strictObject({ linked: z.literal(true), auth_methods: AuthMethods }) } } },
+  { method: 'get', path: '/api/v2/auth/sessions', tag, auth: 'session', summary: "The caller's live sessions", responses: { 200: { description: 'Sessions, `current` marking this one', schema: z.strictObject({ sessions: z.array(SessionItem) }) } } },
+  { method: 'delete', path: '/api/v2/auth/sessions/:id', tag, auth: 'session', summary: 'Revoke a session', params: IdParam, responses: { 204: { description: 'Revoked' } } },
+];

@@ -9,6 +9,8 @@ import { presentCheckout, presentProducts, presentRedemption } from '../presente
 import { AppCustom, AppState, callerOf } from '../context';
 import { parseBody } from '../http';
 import { optionalAuth, requireAuth, sessionOnly } from '../middleware/auth';
+import type { RouteDoc } from '../openapi/registry';
+import { CheckoutLink, Products, Redemption } from '../openapi/schemas/records';
 
 /** Long enough for a code with any separators people add; the domain decides whether it is one. */
 const RedeemBody = z.object({ code: z.string().trim().min(1, 'must not be empty').max(64, 'must be at most 64 characters') });
@@ -37,3 +39,11 @@ export function billingRoutes(): Router<AppState, AppCustom> {
 
   return router;
 }
+
+const tag = 'Billing';
+
+export const billingRouteDocs: RouteDoc[] = [
+  { method: 'get', path: '/api/v2/billing/products', tag, auth: 'optional', summary: 'What is for sale: token packs and plan months with their prices', responses: { 200: { description: 'The products', schema: Products } } },
+  { method: 'post', path: '/api/v2/billing/checkout', tag, auth: 'session', summary: 'A Stripe Checkout page for a product', description: 'Credited once Stripe tells the webhook the payment succeeded.', body: CheckoutBody, bodyExample: { product: 'tokens-500' }, responses: { 200: { description: 'Where to pay', schema: CheckoutLink } }, errors: ['not_found', 'plan_downgrade_not_allowed', 'feature_disabled', 'payment_provider_error'] },
+  { method: 'post', path: '/api/v2/billing/redeem', tag, auth: 'session', summary: 'Redeem a code (tokens or plan time)', description: 'Wrong, expired and spent codes count against an hourly limit (then 429).', body: RedeemBody, bodyExample: { code: 'GIFT-2026-ABCD' }, responses: { 200: { description: 'What the code gave, and the balance after', schema: Redemption } }, errors: ['redemption_code_invalid', 'redemption_code_expired', 'redemption_code_spent', 'redemption_code_already_redeemed', 'plan_downgrade_not_allowed', 'rate_limited'] },
+];

@@ -3,9 +3,11 @@
  * ranges (players seek in video and audio). A deleted or expired file is 404.
  */
 import Router from '@koa/router';
+import { z } from 'zod';
 import { AppError } from '../../shared/errors';
 import { isValidKey } from '../../shared/storage';
 import { AppCustom, AppState } from '../context';
+import type { RouteDoc } from '../openapi/registry';
 
 export function fileRoutes(): Router<AppState, AppCustom> {
   const router = new Router<AppState, AppCustom>();
@@ -41,3 +43,25 @@ export function fileRoutes(): Router<AppState, AppCustom> {
 
   return router;
 }
+
+const FileParams = z.object({
+  a: z.string().meta({ example: 'results' }),
+  b: z.string().meta({ example: '2026' }),
+  c: z.string().meta({ example: '11' }),
+  name: z.string().meta({ example: '3f9a0c1e5b7d4e2f8a6c0b1d3e5f7a9c.webp' }),
+});
+const FileBytes = z.string().meta({ format: 'binary' });
+
+export const fileRouteDocs: RouteDoc[] = [
+  {
+    method: 'get',
+    path: '/files/:a/:b/:c/:name',
+    tag: 'Service',
+    auth: 'none',
+    summary: 'A result file at its unguessable URL (as given in result_url)',
+    description: 'Served with its content type, Content-Length and byte ranges (`Range: bytes=…` → 206).',
+    params: FileParams,
+    responses: { 200: { description: 'The file', content: { '*/*': { schema: FileBytes } } }, 206: { description: 'The asked range', content: { '*/*': { schema: FileBytes } } } },
+    errors: ['range_not_satisfiable'],
+  },
+];

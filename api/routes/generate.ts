@@ -1,7 +1,7 @@
 /** POST /generate and reading generations back: spec 4.1, 4.5, 6.2; decisions.md. */
 import Router from '@koa/router';
 import { z } from 'zod';
-import { GenerateRequest, splitRequestBody } from '../../shared/generation/input';
+import { GenerateBody, GenerateRequest, splitRequestBody } from '../../shared/generation/input';
 import { parseGenerationId } from '../../shared/generation/service';
 import type { StartOptions, StreamEnd, StreamPart } from '../../shared/generation/types';
 import { AppContext, AppCustom, AppState, callerOf } from '../context';
@@ -16,8 +16,9 @@ import {
   presentStreamStart,
 } from '../presenters/generation';
 import { clientGone, EventStream, pipeEvents } from '../sse';
-
-const AnyObject = z.record(z.string(), z.unknown());
+import type { RouteDoc } from '../openapi/registry';
+import { GenerationA, GenerationB, GenerationEventStream } from '../openapi/schemas/generation';
+import { GenerationIdParam, IdempotencyHeader } from '../openapi/schemas/params';
 
 /**
  * A streamed generation as the contract's events: generation_start, content_delta…, generation_end.
@@ -49,7 +50,7 @@ export function generateRoutes(): Router<AppState, AppCustom> {
   router.use(requireAuth);
 
   router.post('/', async (ctx) => {
-    const body = parseBody(ctx, AnyObject);
+    const body = parseBody(ctx, GenerateBody);
     const request = splitRequestBody(body);
     const options = generationOptions(ctx, body);
     if (request.stream === true) return stream(ctx, request, options);
@@ -77,3 +78,32 @@ export function generateRoutes(): Router<AppState, AppCustom> {
 
   return router;
 }
+
+const tag = 'Generations';
+const eitherShape = z.union([GenerationA, GenerationB]);
+
+export const generateRouteDocs: RouteDoc[] = [
+  {
+    method: 'post',
+    path: '/api/v2/generate',
+    tag,
+    auth: 'user',
+    summary: 'Generate: text, image, video, speech, speech-to-text by URL, music or an image tool',
+    description:
+      'Text, speech and speech-to-text answer in shape B (`gen_<n>`), the others in shape A. Synchronous models answer `completed` (or `failed`, uncharged); queued ones (video, music, slow image families) answer `pending` at once: poll GET /api/v2/generate/{id}. Text with `stream: true` answers server-sent events. Every accepted request is 200.',
+    headers: IdempotencyHeader,
+    body: GenerateBody,
+    bodyExample: { model: 'demo-text', prompt: 'Tell me about the sea' },
+    responses: {
+      200: {
+        description: 'The generation, in shape A or B by category; or, streamed, the events',
+        schema: eitherShape,
+        content: { 'text/event-stream': { schema: GenerationEventStream } },
+      },
+    },
+    errors: ['insufficient_tokens', 'insufficient_plan', 'rate_limited', 'not_found', 'feature_disabled', 'idempotent_request_in_progress'],
+  },
+  { method: 'get', path: '/api/v2/generate/status/:id', tag, auth: 'user', summary: 'Poll a generation (shape B)', params: GenerationIdParam, responses: { 200: { description: 'The generation as it stands', schema: GenerationB } } },
+  { method: 'get', path: '/api/v2/generate/:id', tag, auth: 'user', summary: 'Poll a generation (shape A)', params: GenerationIdParam, responses: { 200: { description: 'The generation as it stands', schema: GenerationA } } },
+  { method: 'post', path: '/api/v2/generate/:id/cancel', tag, auth: 'user', summary: 'Cancel a pending generation (its hold is released)', params: GenerationIdParam, responses: { 200: { description: 'The generation as it now stands (`failed`, "Cancelled", if it was pending)', schema: GenerationA } } },
+];

@@ -2,6 +2,8 @@ import Router from '@koa/router';
 import type { Container } from '../../shared/container';
 import { localEngines, missingLocalTools } from '../../shared/providers/local';
 import type { AppCustom, AppState } from '../context';
+import type { RouteDoc } from '../openapi/registry';
+import { Health, Ready } from '../openapi/schemas/records';
 
 /** Whether each store answers a ping: the database, and Redis when configured ('embedded' without). */
 async function storeStatus({ db, redis }: Container): Promise<{ db: 'ok' | 'down'; queue: 'ok' | 'down' | 'embedded'; up: boolean }> {
@@ -53,3 +55,16 @@ export function healthRoutes(): Router<AppState, AppCustom> {
   });
   return router;
 }
+
+export const healthRouteDocs: RouteDoc[] = [
+  {
+    method: 'get',
+    path: '/ready',
+    tag: 'Service',
+    auth: 'none',
+    summary: 'Whether this process should be sent requests (for a load balancer)',
+    description: '503 while it starts, from SIGTERM on while it drains, and while a store does not answer.',
+    responses: { 200: { description: 'Ready', schema: Ready }, 503: { description: 'Starting, draining, or a store is down', schema: Ready } },
+  },
+  { method: 'get', path: '/health', tag: 'Service', auth: 'none', summary: 'Whether the stores answer, and which local engines were found', responses: { 200: { description: 'Healthy', schema: Health }, 503: { description: 'A store is down', schema: Health } } },
+];

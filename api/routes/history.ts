@@ -9,6 +9,9 @@ import { AppCustom, AppState, callerOf } from '../context';
 import { parseBody, validate } from '../http';
 import { requireAuth } from '../middleware/auth';
 import { presentHistoryItem } from '../presenters/generation';
+import type { RouteDoc } from '../openapi/registry';
+import { Favorite, HistoryPage, LedgerPage, Rating } from '../openapi/schemas/generation';
+import { GenerationIdParam } from '../openapi/schemas/params';
 
 const booleanQuery = z
   .enum(['true', 'false', '1', '0'])
@@ -89,3 +92,13 @@ export function historyRoutes(): Router<AppState, AppCustom> {
 
   return router;
 }
+
+const tag = 'History';
+
+export const historyRouteDocs: RouteDoc[] = [
+  { method: 'get', path: '/api/v2/user/history', tag, auth: 'user', summary: "The caller's generations, newest first", description: '`audio` covers tts, stt and music.', query: HistoryQuery, responses: { 200: { description: 'A page of history', schema: HistoryPage } } },
+  { method: 'post', path: '/api/v2/user/history/:id/favorite', tag, auth: 'user', summary: 'Toggle the favorite mark', params: GenerationIdParam, responses: { 200: { description: 'The mark as it now is', schema: Favorite } } },
+  { method: 'post', path: '/api/v2/user/history/:id/rate', tag, auth: 'user', summary: 'Rate a generation 1–5', params: GenerationIdParam, body: RateBody, bodyExample: { rating: 5 }, responses: { 200: { description: 'The rating', schema: Rating } } },
+  { method: 'delete', path: '/api/v2/user/history/:id', tag, auth: 'user', summary: 'Hide a generation and remove its files', params: GenerationIdParam, responses: { 204: { description: 'Deleted' } } },
+  { method: 'get', path: '/api/v2/user/transactions', tag, auth: 'user', summary: 'The ledger: every change of the balance, newest first', query: PageQuery, responses: { 200: { description: 'A page of the ledger', schema: LedgerPage } } },
+];

@@ -7,6 +7,9 @@ import { AppError } from '../../shared/errors';
 import { AppCustom, AppState, callerOf } from '../context';
 import { parseBody, parseId } from '../http';
 import { requireAuth, sessionOnly } from '../middleware/auth';
+import type { RouteDoc } from '../openapi/registry';
+import { ApiKeyCreated, ApiKeyItem } from '../openapi/schemas/account';
+import { IdParam } from '../openapi/schemas/params';
 
 const CreateKeyBody = z.object({ name: z.string().trim().min(1, 'must not be empty').max(100) });
 
@@ -38,3 +41,11 @@ export function keyRoutes(): Router<AppState, AppCustom> {
 
   return router;
 }
+
+const tag = 'API keys';
+
+export const keyRouteDocs: RouteDoc[] = [
+  { method: 'post', path: '/api/v2/keys', tag, auth: 'session', summary: 'Make an API key (vip and elite plans; at most 20)', description: 'The secret is in this answer only.', body: CreateKeyBody, bodyExample: { name: 'server' }, responses: { 201: { description: 'The key, with its secret', schema: ApiKeyCreated } }, errors: ['limit_reached'] },
+  { method: 'get', path: '/api/v2/keys', tag, auth: 'session', summary: "The caller's keys (never their secrets)", responses: { 200: { description: 'The keys', schema: z.strictObject({ keys: z.array(ApiKeyItem), total: z.number().int() }) } } },
+  { method: 'delete', path: '/api/v2/keys/:id', tag, auth: 'session', summary: 'Revoke a key', params: IdParam, responses: { 204: { description: 'Revoked' } } },
+];

@@ -4,6 +4,7 @@
  * forms, as this service's own URLs.
  */
 import Router from '@koa/router';
+import { z } from 'zod';
 import type { Category } from '../../shared/catalog/types';
 import { AppError } from '../../shared/errors';
 import { splitRequestBody } from '../../shared/generation/input';
@@ -12,6 +13,9 @@ import { AppContext, AppCustom, AppState, callerOf } from '../context';
 import { requireAuth, setRateLimitHeaders } from '../middleware/auth';
 import { presentContext, presentGeneration } from '../presenters/generation';
 import { formField, multipartBody, UploadedMedia, uploadedAudio, uploadedImage } from '../uploads';
+import type { RouteDoc } from '../openapi/registry';
+import { GenerationA } from '../openapi/schemas/generation';
+import { filePart, GenerationIdParam } from '../openapi/schemas/params';
 
 async function store(ctx: AppContext, media: UploadedMedia): Promise<string> {
   const stored = await ctx.container.storage.put('uploads', media.bytes, media.type.contentType, media.type.extension);
@@ -99,3 +103,36 @@ export function mediaRoutes(): Router<AppState, AppCustom> {
 
   return router;
 }
+
+const SttForm = z.object({
+  audio: filePart('mp3, mp4, wav, m4a, ogg, flac or webm; at most 25 MB'),
+  model: z.string().meta({ description: 'A speech-to-text model', example: 'local-stt' }),
+  language: z.string().optional().meta({ description: 'ISO 639-1; detected when left out', example: 'en' }),
+  diarize: z.enum(['true', 'false']).optional().meta({ description: 'The diarizing model: `[Speaker N]:` lines' }),
+});
+const ToolsForm = z.object({
+  model: z.string().meta({ description: 'A tool slug', example: 'remove-bg' }),
+  source_image: filePart('The input image (PNG, JPEG, WebP); at most 25 MB'),
+  target_image: filePart('face-swap: the image whose face is replaced').optional(),
+  scale: z.string().optional().meta({ description: 'upscale: 2 or 4' }),
+  style: z.string().optional().meta({ description: 'style-transfer: sketch, watercolor, oil-painting, cartoon, pop-art' }),
+  prompt: z.string().optional(),
+});
+const InpaintForm = z.object({
+  image: filePart('The image'),
+  mask: filePart('White where the image is repainted'),
+  prompt: z.string().optional(),
+});
+
+const tag = 'Generations';
+const MEDIA_ERRORS = ['insufficient_tokens', 'insufficient_plan', 'rate_limited', 'not_found', 'feature_disabled'] as const;
+const started = { 200: { description: 'The generation (shape A)', schema: GenerationA } };
+
+export const mediaRouteDocs: RouteDoc[] = [
+  { method: 'post', path: '/api/v2/stt', tag, auth: 'user', summary: 'Transcribe an uploaded recording', multipart: SttForm, responses: started, errors: [...MEDIA_ERRORS] },
+  { method: 'post', path: '/api/v2/tools', tag, auth: 'user', summary: 'Run an image tool on uploaded images', multipart: ToolsForm, responses: started, errors: [...MEDIA_ERRORS] },
+  { method: 'post', path: '/api/v2/inpaint', tag, auth: 'user', summary: 'Repaint the masked region of an uploaded image', multipart: InpaintForm, responses: started, errors: [...MEDIA_ERRORS] },
+  { method: 'get', path: '/api/v2/tools/:id', tag, auth: 'user', summary: 'Poll a tool generation', params: GenerationIdParam, responses: { 200: { description: 'The generation (shape A)', schema: GenerationA } } },
+  { method: 'get', path: '/api/v2/inpaint/:id', tag, auth: 'user', summary: 'Poll an inpainting', params: GenerationIdParam, responses: { 200: { description: 'The generation (shape A)', schema: GenerationA } } },
+  { method: 'get', path: '/api/v2/stt/:id', tag, auth: 'user', summary: 'Poll a transcription', params: GenerationIdParam, responses: { 200: { description: 'The generation (shape A)', schema: GenerationA } } },
+];

@@ -1,7 +1,9 @@
 import Router from '@koa/router';
+import { z } from 'zod';
 import { AppError } from '../../shared/errors';
 import { bearerMatches } from '../../shared/observability/metrics-auth';
 import type { AppCustom, AppState } from '../context';
+import type { RouteDoc } from '../openapi/registry';
 
 /**
  * GET /metrics: this process's Prometheus metrics (text exposition), for `Authorization: Bearer
@@ -23,3 +25,14 @@ export function metricsRoutes(): Router<AppState, AppCustom> {
   });
   return router;
 }
+
+export const metricsRouteDocs: RouteDoc[] = [
+  {
+    method: 'get',
+    path: '/metrics',
+    tag: 'Service',
+    auth: 'operator',
+    summary: "This process's Prometheus metrics (with METRICS_TOKEN; 404 without it)",
+    responses: { 200: { description: 'The text exposition', content: { 'text/plain': { schema: z.string() }, 'application/openmetrics-text': { schema: z.string() } } } },
+  },
+];

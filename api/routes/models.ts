@@ -3,11 +3,14 @@ import Router from '@koa/router';
 import { z } from 'zod';
 import { CATEGORIES } from '../../shared/catalog/types';
 import { PlanNameSchema } from '../../shared/plans';
-import { splitRequestBody } from '../../shared/generation/input';
+import { GenerateBody, splitRequestBody } from '../../shared/generation/input';
 import { AppCustom, AppState } from '../context';
 import { parseBody, validate } from '../http';
 import { optionalAuth } from '../middleware/auth';
 import { presentModel, presentPrice } from '../presenters/model';
+import type { RouteDoc } from '../openapi/registry';
+import { SlugParam } from '../openapi/schemas/params';
+import { AverageTime, Model, ModelList, Price } from '../openapi/schemas/records';
 
 const ListQuery = z.object({
   category: z.enum(CATEGORIES).optional(),
@@ -37,10 +40,19 @@ export function modelRoutes(): Router<AppState, AppCustom> {
   });
 
   router.post('/:slug/calculate-price', async (ctx) => {
-    const body = parseBody(ctx, z.record(z.string(), z.unknown()));
+    const body = parseBody(ctx, GenerateBody);
     const quote = ctx.container.generations.price(splitRequestBody({ ...body, model: ctx.params.slug }));
     ctx.body = presentPrice(quote, ctx.container.catalog.listing(quote.model));
   });
 
   return router;
 }
+
+const tag = 'Models';
+
+export const modelRouteDocs: RouteDoc[] = [
+  { method: 'get', path: '/api/v2/models', tag, auth: 'optional', summary: 'The offered models with their prices and params', description: '`min_plan=X` lists what plan X may use.', query: ListQuery, responses: { 200: { description: 'The models', schema: ModelList } } },
+  { method: 'get', path: '/api/v2/models/:slug', tag, auth: 'optional', summary: 'One model', params: SlugParam, responses: { 200: { description: 'The model', schema: Model } } },
+  { method: 'get', path: '/api/v2/models/:slug/avg-time', tag, auth: 'optional', summary: 'Average processing time of its completed generations', params: SlugParam, responses: { 200: { description: 'The average (null before any sample)', schema: AverageTime } } },
+  { method: 'post', path: '/api/v2/models/:slug/calculate-price', tag, auth: 'optional', summary: 'The exact price of a request (same params as /generate)', params: SlugParam, body: GenerateBody, bodyExample: { size: '1792x1024', quality: 'hd' }, responses: { 200: { description: 'The price and the params as normalized', schema: Price } } },
+];

@@ -9,10 +9,13 @@
  * processes them (2xx: done, or nothing to do; 400 bad signature; 503 a refund to retry later).
  */
 import Router from '@koa/router';
+import { z } from 'zod';
 import { isRecord } from '../../shared/providers/upstream-http';
 import { verifyWebhook } from '../../shared/providers/replicate/webhook';
 import { AppError } from '../../shared/errors';
 import type { AppContext, AppCustom, AppState } from '../context';
+import type { RouteDoc } from '../openapi/registry';
+import { StripeReceipt } from '../openapi/schemas/records';
 import { presentStripeReceipt } from '../presenters/billing';
 
 const MAX_BODY_BYTES = 1024 * 1024;
@@ -59,3 +62,37 @@ export function providerWebhookRoutes(): Router<AppState, AppCustom> {
   });
   return router;
 }
+
+const SignatureHeaders = z.object({
+  'webhook-id': z.string().meta({ description: 'Standard Webhooks message id' }),
+  'webhook-timestamp': z.string().meta({ description: 'Unix seconds; more than 5 minutes off is refused' }),
+  'webhook-signature': z.string().meta({ description: '`v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{raw body}">`, keyed with REPLICATE_WEBHOOK_SECRET' }),
+});
+const Prediction = z.looseObject({ id: z.string().min(1), status: z.string().optional() }).meta({ description: "Replicate's prediction, as it posts it" });
+
+export const providerWebhookRouteDocs: RouteDoc[] = [
+  {
+    method: 'post',
+    path: `${PROVIDER_WEBHOOKS_PREFIX}replicate/webhook`,
+    tag: 'Service',
+    auth: 'signature',
+    summary: "Replicate's webhook: a finished prediction (signed)",
+    description: 'Posted by Replicate when REPLICATE_WEBHOOK_SECRET is set; wakes the job that polls the prediction.',
+    headers: SignatureHeaders,
+    body: Prediction,
+    responses: { 204: { description: 'Accepted' } },
+    errors: ['invalid_webhook_signature'],
+  },
+  {
+    method: 'post',
+    path: `${PROVIDER_WEBHOOKS_PREFIX}stripe/webhook`,
+    tag: 'Service',
+    auth: 'signature',
+    summary: "Stripe's webhook: payment events (signed)",
+    description: 'Checkout completions credit a payment once; refunds and disputes reverse it. A refund notified before its payment is 503, which Stripe retries.',
+    headers: z.object({ 'Stripe-Signature': z.string().meta({ description: '`t=<unix seconds>,v1=<hex HMAC-SHA256 of "{t}.{raw body}">`, keyed with STRIPE_WEBHOOK_SECRET' }) }),
+    body: z.looseObject({ id: z.string(), type: z.string() }).meta({ description: "Stripe's event, as it posts it" }),
+    responses: { 200: { description: 'Processed (or nothing to do)', schema: StripeReceipt } },
+    errors: ['invalid_stripe_signature', 'payment_not_yet_credited'],
+  },
+];

@@ -5,6 +5,9 @@ import { AppCustom, AppState, callerOf } from '../context';
 import { parseBody, parseId } from '../http';
 import { requireAuth } from '../middleware/auth';
 import { presentSchedule } from '../presenters/schedule';
+import type { RouteDoc } from '../openapi/registry';
+import { IdParam } from '../openapi/schemas/params';
+import { Schedule, ScheduleList } from '../openapi/schemas/records';
 
 const Patch = ScheduleInput.partial();
 
@@ -42,3 +45,14 @@ export function scheduleRoutes(): Router<AppState, AppCustom> {
 
   return router;
 }
+
+const tag = 'Schedules';
+const example = { name: 'Morning poem', cron: '0 8 * * *', model: 'demo-text', prompt: 'A poem about the morning', timezone: 'Europe/Berlin' };
+
+export const scheduleRouteDocs: RouteDoc[] = [
+  { method: 'get', path: '/api/v2/scheduled', tag, auth: 'user', summary: "The caller's schedules", responses: { 200: { description: 'Schedules', schema: ScheduleList } } },
+  { method: 'post', path: '/api/v2/scheduled', tag, auth: 'user', summary: 'Schedule a generation on a cron expression (in its time zone)', body: ScheduleInput, bodyExample: example, responses: { 201: { description: 'The schedule', schema: Schedule } }, errors: ['limit_reached', 'not_found', 'insufficient_plan'] },
+  { method: 'get', path: '/api/v2/scheduled/:id', tag, auth: 'user', summary: 'One schedule', params: IdParam, responses: { 200: { description: 'The schedule', schema: Schedule } } },
+  { method: 'put', path: '/api/v2/scheduled/:id', tag, auth: 'user', summary: 'Change a schedule (only the fields given)', params: IdParam, body: Patch, bodyExample: { is_active: false }, responses: { 200: { description: 'The schedule as changed', schema: Schedule } }, errors: ['insufficient_plan'] },
+  { method: 'delete', path: '/api/v2/scheduled/:id', tag, auth: 'user', summary: 'Delete a schedule', params: IdParam, responses: { 204: { description: 'Deleted' } } },
+];

@@ -6,6 +6,8 @@ import { deleteAccount } from '../../shared/accounts/delete-account';
 import { AppContext, AppCustom, AppState, callerOf } from '../context';
 import { parseBody } from '../http';
 import { requireAuth, sessionOnly } from '../middleware/auth';
+import type { RouteDoc } from '../openapi/registry';
+import { Balance, Settings, User } from '../openapi/schemas/account';
 
 const ProfilePatch = z.object({
   name: z.string().trim().min(1, 'must not be empty').max(200).optional(),
@@ -73,3 +75,14 @@ export function userRoutes(): Router<AppState, AppCustom> {
 
   return router;
 }
+
+const tag = 'Account';
+
+export const userRouteDocs: RouteDoc[] = [
+  { method: 'get', path: '/api/v2/user/me', tag, auth: 'user', summary: 'The profile: plan, balance, limits, sign-in methods', responses: { 200: { description: 'The user', schema: User } } },
+  { method: 'patch', path: '/api/v2/user/me', tag, auth: 'session', summary: 'Change the name or avatar', body: ProfilePatch, bodyExample: { name: 'Ada' }, responses: { 200: { description: 'The user as changed', schema: User } } },
+  { method: 'delete', path: '/api/v2/user/me', tag, auth: 'session', summary: 'Delete the account', description: 'Removes the account and its files; the ledger is kept anonymised.', responses: { 204: { description: 'Deleted' } } },
+  { method: 'get', path: '/api/v2/user/balance', tag, auth: 'user', summary: 'Plan, tokens (subscription + bonus), held tokens, expiry, next refill', responses: { 200: { description: 'The balance', schema: Balance } } },
+  { method: 'get', path: '/api/v2/user/settings', tag, auth: 'user', summary: 'Language, image format, notifications, default image size', responses: { 200: { description: 'The settings', schema: Settings } } },
+  { method: 'patch', path: '/api/v2/user/settings', tag, auth: 'session', summary: 'Change settings', body: SettingsPatch, bodyExample: { language: 'ru' }, responses: { 200: { description: 'The settings as changed', schema: Settings } } },
+];

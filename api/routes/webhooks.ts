@@ -6,6 +6,10 @@ import { AppCustom, AppState, callerOf } from '../context';
 import { parseBody, parseId, validate } from '../http';
 import { requireAuth } from '../middleware/auth';
 import { presentDelivery, presentWebhook } from '../presenters/webhook';
+import type { RouteDoc } from '../openapi/registry';
+import { pageOf } from '../openapi/schemas/generation';
+import { IdParam } from '../openapi/schemas/params';
+import { Delivery, Webhook, WebhookList } from '../openapi/schemas/records';
 
 const CreateBody = z.object({
   url: z.url({ protocol: /^https?$/, message: 'must be an http(s) URL' }).max(2048),
@@ -50,3 +54,13 @@ export function webhookRoutes(): Router<AppState, AppCustom> {
 
   return router;
 }
+
+const tag = 'Webhooks';
+
+export const webhookRouteDocs: RouteDoc[] = [
+  { method: 'post', path: '/api/v2/webhooks', tag, auth: 'user', summary: 'Register a URL for generation events (signed with the secret in this answer)', body: CreateBody, bodyExample: { url: 'https://example.com/hooks/gensvc', events: ['generation.completed'] }, responses: { 201: { description: 'The webhook, with its secret', schema: Webhook } }, errors: ['limit_reached'] },
+  { method: 'get', path: '/api/v2/webhooks', tag, auth: 'user', summary: "The caller's webhooks", responses: { 200: { description: 'Webhooks', schema: WebhookList } } },
+  { method: 'delete', path: '/api/v2/webhooks/:id', tag, auth: 'user', summary: 'Delete a webhook', params: IdParam, responses: { 204: { description: 'Deleted' } } },
+  { method: 'get', path: '/api/v2/webhooks/:id/deliveries', tag, auth: 'user', summary: 'The delivery log of a webhook', params: IdParam, query: PageQuery, responses: { 200: { description: 'A page of deliveries', schema: pageOf(Delivery, 'DeliveryPage') } } },
+  { method: 'post', path: '/api/v2/webhooks/:id/test', tag, auth: 'user', summary: 'Send a test ping', params: IdParam, responses: { 200: { description: 'The delivery', schema: Delivery } } },
+];

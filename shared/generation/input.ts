@@ -10,6 +10,26 @@ import type { ChatMessage, TextOptions, ToolCall } from '../providers/types';
 import { MAX_SEED, normalizeParams, paramSpecs } from './params';
 import { MAX_TOOLS, parseTextOptions, TextOptionsRequest, ToolNameSchema } from './text-options';
 
+const optionalString = z.string({ message: 'must be a string' }).nullish();
+
+/**
+ * The body of a generate request as HTTP carries it (POST /api/v2/generate, calculate-price):
+ * the reserved fields typed as splitRequestBody reads them; any other top-level field is a param
+ * of the model (checked against the model's declared params by the domain).
+ */
+export const GenerateBody = z
+  .looseObject({
+    model: optionalString.meta({ description: 'The model slug (or alias); may be left out with an `assistant_id`', example: 'demo-text' }),
+    prompt: optionalString.meta({ description: 'The user message, or what to draw, film, speak or do' }),
+    params: z.record(z.string(), z.unknown(), { message: 'must be an object' }).nullish().meta({ description: "The model's params (also accepted at the top level; the same value in both is fine)" }),
+    messages: z.unknown().optional().meta({ description: 'Text, messages form: OpenAI-style messages (`system`, `user`, `assistant`; content a string or text/image_url parts)' }),
+    assistant_id: optionalString.meta({ description: 'An installed assistant: its model, system prompt and default params apply' }),
+    stream: z.boolean({ message: 'must be true or false' }).optional().meta({ description: 'Text: answer as server-sent events' }),
+    system: optionalString.meta({ description: 'Text: a leading system message' }),
+    text: optionalString.meta({ description: 'Speech: the text to speak' }),
+  })
+  .meta({ id: 'GenerateRequest', description: "Any other top-level field is one of the model's params (size, format, duration, voice_id, temperature, …: see GET /api/v2/models/{slug})" });
+
 /** Body fields that are not params. Everything else at the top level may be a param. */
 const RESERVED = new Set(['model', 'prompt', 'params', 'messages', 'assistant_id', 'stream', 'system', 'text']);
 

@@ -15,7 +15,7 @@ export function fromAnthropicClient(ctx: AppContext): boolean {
   return ctx.get('anthropic-version').trim() !== '';
 }
 
-const PageQuery = z.looseObject({
+export const AnthropicPageQuery = z.looseObject({
   limit: z.coerce.number({ message: 'must be an integer' }).int('must be an integer').min(1, 'must be between 1 and 1000').max(1000, 'must be between 1 and 1000').default(20),
   after_id: z.string({ message: 'must be one model id' }).min(1).optional(),
   before_id: z.string({ message: 'must be one model id' }).min(1).optional(),
@@ -33,7 +33,7 @@ export function anthropicModels(listings: ModelListing[]): ModelListing[] {
 }
 
 export function anthropicModelPage(ctx: AppContext, listings: ModelListing[]) {
-  const query = validate(PageQuery, ctx.query);
+  const query = validate(AnthropicPageQuery, ctx.query);
   if (query.after_id && query.before_id) throw AppError.validation('before_id', 'cannot be combined with after_id');
   const models = anthropicModels(listings);
   if (query.before_id) {

@@ -21,6 +21,10 @@ import { requireAuth, setRateLimitHeaders } from '../../middleware/auth';
 import { presentError } from '../../presenters/errors';
 import { chatEndOf, failedGenerationError, presentChatChunk, presentChatCompletion, presentToolCallDelta, usageOf } from '../../presenters/openai';
 import { clientGone, EventStream, pipeEvents } from '../../sse';
+import type { RouteDoc } from '../../openapi/registry';
+import { IdempotencyHeader } from '../../openapi/schemas/params';
+import { ChatCompletion } from '../../openapi/schemas/v1';
+import { V1_GENERATION_ERRORS } from '../../openapi/schemas/v1-requests';
 
 const Message = z.looseObject({ role: z.string() });
 
@@ -117,3 +121,19 @@ export function v1ChatRoutes(): Router<AppState, AppCustom> {
 
   return router;
 }
+
+export const v1ChatRouteDocs: RouteDoc[] = [
+  {
+    method: 'post',
+    path: '/v1/chat/completions',
+    tag: 'OpenAI- and Anthropic-compatible (/v1)',
+    auth: 'user',
+    summary: "OpenAI's Chat Completions",
+    description: 'A text generation like any other (plan, limits, hold, ledger, history). `stream: true` answers chat.completion.chunk events ending in `data: [DONE]`.',
+    headers: IdempotencyHeader,
+    body: ChatBody,
+    bodyExample: { model: 'demo-text', messages: [{ role: 'user', content: 'Hello' }] },
+    responses: { 200: { description: 'The completion, or its chunks', schema: ChatCompletion, content: { 'text/event-stream': {} } } },
+    errors: V1_GENERATION_ERRORS,
+  },
+];

@@ -15,6 +15,10 @@ import { generationOptions, parseBody } from '../../http';
 import { requireAuth } from '../../middleware/auth';
 import { presentImages } from '../../presenters/openai-media';
 import { completedGeneration, paramOf, requiredString, requireModel, valuesOf, withProtocolNames } from './media-common';
+import type { RouteDoc } from '../../openapi/registry';
+import { IdempotencyHeader } from '../../openapi/schemas/params';
+import { ImagesResponse } from '../../openapi/schemas/v1';
+import { V1_GENERATION_ERRORS } from '../../openapi/schemas/v1-requests';
 
 /** What we read of an image request; fields we do not use (`user`, `moderation`, …) are accepted and ignored. */
 const ImageBody = z.looseObject({
@@ -93,3 +97,7 @@ export function v1ImageRoutes(): Router<AppState, AppCustom> {
   router.post('/generations', generateImage);
   return router;
 }
+
+export const v1ImageRouteDocs: RouteDoc[] = [
+  { method: 'post', path: '/v1/images/generations', tag: 'OpenAI- and Anthropic-compatible (/v1)', auth: 'user', summary: "OpenAI's image generation (one image)", headers: IdempotencyHeader, body: ImageBody, bodyExample: { model: 'demo-image', prompt: 'a lighthouse at dusk', size: '1024x1024' }, responses: { 200: { description: 'The image, by URL or as base64', schema: ImagesResponse } }, errors: V1_GENERATION_ERRORS },
+];

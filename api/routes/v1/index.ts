@@ -5,14 +5,26 @@
  */
 import type Router from '@koa/router';
 import type { AppCustom, AppState } from '../../context';
-import { v1ChatRoutes } from './chat';
-import { v1ImageRoutes } from './images';
-import { v1MessageRoutes } from './messages';
-import { v1ModelRoutes } from './models';
-import { v1ResponseRoutes } from './responses';
-import { v1SpeechRoutes } from './speech';
-import { v1TranscriptionRoutes } from './transcriptions';
-import { v1VideoRoutes } from './videos';
+import type { RouteDoc } from '../../openapi/registry';
+import { v1ChatRouteDocs, v1ChatRoutes } from './chat';
+import { v1ImageRouteDocs, v1ImageRoutes } from './images';
+import { v1MessageRouteDocs, v1MessageRoutes } from './messages';
+import { v1ModelRouteDocs, v1ModelRoutes } from './models';
+import { v1ResponseRouteDocs, v1ResponseRoutes } from './responses';
+import { v1SpeechRouteDocs, v1SpeechRoutes } from './speech';
+import { v1TranscriptionRouteDocs, v1TranscriptionRoutes } from './transcriptions';
+import { v1VideoRouteDocs, v1VideoRoutes } from './videos';
+
+export const v1RouteDocs: RouteDoc[] = [
+  ...v1ModelRouteDocs,
+  ...v1ChatRouteDocs,
+  ...v1MessageRouteDocs,
+  ...v1ResponseRouteDocs,
+  ...v1ImageRouteDocs,
+  ...v1SpeechRouteDocs,
+  ...v1TranscriptionRouteDocs,
+  ...v1VideoRouteDocs,
+];
 
 export function v1Routes(): Array<Router<AppState, AppCustom>> {
   return [

@@ -16,6 +16,11 @@
  * Claude Code always send it). `anthropic-beta` is ignored, as is Claude Code's `?beta=true`.
  */
 import Router from '@koa/router';
+import { z } from 'zod';
+import type { RouteDoc } from '../../openapi/registry';
+import { IdempotencyHeader } from '../../openapi/schemas/params';
+import { AnthropicMessage } from '../../openapi/schemas/v1';
+import { AnthropicHeaders, V1_GENERATION_ERRORS } from '../../openapi/schemas/v1-requests';
 import type { Generation } from '../../../shared/db/entities';
 import { AppError } from '../../../shared/errors';
 import type { StreamEnd, StreamPart } from '../../../shared/generation/types';
@@ -94,3 +99,19 @@ export function v1MessageRoutes(): Router<AppState, AppCustom> {
 
   return router;
 }
+
+export const v1MessageRouteDocs: RouteDoc[] = [
+  {
+    method: 'post',
+    path: '/v1/messages',
+    tag: 'OpenAI- and Anthropic-compatible (/v1)',
+    auth: 'user',
+    summary: "Anthropic's Messages (Claude Code, Anthropic's SDKs)",
+    description: "Errors in Anthropic's shape. `stream: true` answers Anthropic's named events (message_start … message_stop).",
+    headers: z.object({ ...AnthropicHeaders.shape, ...IdempotencyHeader.shape }),
+    body: MessagesBody,
+    bodyExample: { model: 'demo-text', max_tokens: 200, messages: [{ role: 'user', content: 'Hello' }] },
+    responses: { 200: { description: 'The message, or its events', schema: AnthropicMessage, content: { 'text/event-stream': {} } } },
+    errors: V1_GENERATION_ERRORS,
+  },
+];

@@ -8,7 +8,11 @@ import { AppCustom, AppState, callerOf } from '../../context';
 import { requireAuth } from '../../middleware/auth';
 import { presentAnthropicModel } from '../../presenters/anthropic';
 import { presentOpenAIModel, presentOpenAIModels } from '../../presenters/openai';
-import { anthropicModelPage, anthropicModels, fromAnthropicClient } from './anthropic-models';
+import { AnthropicPageQuery, anthropicModelPage, anthropicModels, fromAnthropicClient } from './anthropic-models';
+import { z } from 'zod';
+import type { RouteDoc } from '../../openapi/registry';
+import { AnthropicModel, AnthropicModelPage, OpenAIModel, OpenAIModelList } from '../../openapi/schemas/v1';
+import { AnthropicHeaders } from '../../openapi/schemas/v1-requests';
 
 export function v1ModelRoutes(): Router<AppState, AppCustom> {
   const router = new Router<AppState, AppCustom>({ prefix: '/v1/models' });
@@ -36,3 +40,10 @@ export function v1ModelRoutes(): Router<AppState, AppCustom> {
 
   return router;
 }
+
+const tag = 'OpenAI- and Anthropic-compatible (/v1)';
+
+export const v1ModelRouteDocs: RouteDoc[] = [
+  { method: 'get', path: '/v1/models', tag, auth: 'user', summary: "The models the caller's plan may use", description: "OpenAI's list; with `anthropic-version`, Anthropic's page of the text models (`limit`, `after_id`, `before_id`).", headers: AnthropicHeaders, query: AnthropicPageQuery.partial(), responses: { 200: { description: 'The models', schema: z.union([OpenAIModelList, AnthropicModelPage]) } } },
+  { method: 'get', path: '/v1/models/:id', tag, auth: 'user', summary: 'One model', headers: AnthropicHeaders, params: z.object({ id: z.string().meta({ example: 'demo-text' }) }), responses: { 200: { description: 'The model', schema: z.union([OpenAIModel, AnthropicModel]) } } },
+];

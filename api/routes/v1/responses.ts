@@ -30,6 +30,11 @@ import { partsOf, ResponseEvent, ResponseEvents } from '../../presenters/respons
 import { clientGone, EventStream, pipeEvents } from '../../sse';
 import { ChatTurn, inResponsesTerms, refuseUnsupported, ResponsesBody, turnsOfInput } from './responses-input';
 import { ResponsesToolOptions, toolOptionsOf } from './responses-tools';
+import { z } from 'zod';
+import type { RouteDoc } from '../../openapi/registry';
+import { IdempotencyHeader } from '../../openapi/schemas/params';
+import { ResponseObject } from '../../openapi/schemas/v1';
+import { V1_GENERATION_ERRORS } from '../../openapi/schemas/v1-requests';
 
 function previousNotFound(raw: string): AppError {
   // OpenAI's own words and code for it, which clients (Codex among them) recognise.
@@ -157,3 +162,22 @@ export function v1ResponseRoutes(): Router<AppState, AppCustom> {
 
   return router;
 }
+
+const tag = 'OpenAI- and Anthropic-compatible (/v1)';
+
+export const v1ResponseRouteDocs: RouteDoc[] = [
+  {
+    method: 'post',
+    path: '/v1/responses',
+    tag,
+    auth: 'user',
+    summary: "OpenAI's Responses API (Codex, the OpenAI SDKs)",
+    description: '`previous_response_id` chains stored responses; `stream: true` answers the response.* events.',
+    headers: IdempotencyHeader,
+    body: ResponsesBody,
+    bodyExample: { model: 'demo-text', input: 'Hello' },
+    responses: { 200: { description: 'The response, or its events', schema: ResponseObject, content: { 'text/event-stream': {} } } },
+    errors: V1_GENERATION_ERRORS,
+  },
+  { method: 'get', path: '/v1/responses/:id', tag, auth: 'user', summary: 'A stored response', params: z.object({ id: z.string().meta({ example: 'resp_12' }) }), responses: { 200: { description: 'The response as it stands', schema: ResponseObject } } },
+];

@@ -17,6 +17,9 @@ import { generationOptions, parseBody } from '../../http';
 import { requireAuth } from '../../middleware/auth';
 import { clientGone } from '../../sse';
 import { completedGeneration, paramOf, requiredString, requireModel, valuesOf, withProtocolNames } from './media-common';
+import type { RouteDoc } from '../../openapi/registry';
+import { IdempotencyHeader } from '../../openapi/schemas/params';
+import { V1_GENERATION_ERRORS } from '../../openapi/schemas/v1-requests';
 
 const SPEECH_FORMATS = ['mp3', 'opus', 'aac', 'flac', 'wav', 'pcm'] as const;
 type SpeechFormat = (typeof SPEECH_FORMATS)[number];
@@ -125,3 +128,20 @@ export function v1SpeechRoutes(): Router<AppState, AppCustom> {
   router.post('/speech', speak);
   return router;
 }
+
+const AudioBytes = z.string().meta({ format: 'binary' });
+
+export const v1SpeechRouteDocs: RouteDoc[] = [
+  {
+    method: 'post',
+    path: '/v1/audio/speech',
+    tag: 'OpenAI- and Anthropic-compatible (/v1)',
+    auth: 'user',
+    summary: "OpenAI's text to speech: the audio bytes",
+    headers: IdempotencyHeader,
+    body: SpeechBody,
+    bodyExample: { model: 'local-tts', input: 'Hello there', voice: 'slt', response_format: 'mp3' },
+    responses: { 200: { description: 'The audio in the asked format', content: Object.fromEntries(Object.values(CONTENT_TYPES).map((type) => [type, { schema: AudioBytes }])) } },
+    errors: V1_GENERATION_ERRORS,
+  },
+];

@@ -16,6 +16,10 @@ import { requireAuth } from '../../middleware/auth';
 import { presentTranscription, TranscriptFormat } from '../../presenters/openai-media';
 import { formField, multipartBody, uploadedAudio } from '../../uploads';
 import { completedGeneration, requireModel, withProtocolNames } from './media-common';
+import type { RouteDoc } from '../../openapi/registry';
+import { filePart, IdempotencyHeader } from '../../openapi/schemas/params';
+import { Transcription, VerboseTranscription } from '../../openapi/schemas/v1';
+import { V1_GENERATION_ERRORS } from '../../openapi/schemas/v1-requests';
 
 const FORMATS = ['json', 'text', 'verbose_json', 'srt', 'vtt'] as const;
 
@@ -74,3 +78,24 @@ export function v1TranscriptionRoutes(): Router<AppState, AppCustom> {
   router.post('/transcriptions', requireAuth, multipartBody(1), transcribe);
   return router;
 }
+
+export const v1TranscriptionRouteDocs: RouteDoc[] = [
+  {
+    method: 'post',
+    path: '/v1/audio/transcriptions',
+    tag: 'OpenAI- and Anthropic-compatible (/v1)',
+    auth: 'user',
+    summary: "OpenAI's transcription of an uploaded recording",
+    description: '`response_format`: json (default), text, verbose_json, srt or vtt.',
+    headers: IdempotencyHeader,
+    multipart: TranscriptionFields.extend({ file: filePart('The recording; at most 25 MB') }),
+    responses: {
+      200: {
+        description: 'The transcript in the asked format',
+        schema: z.union([Transcription, VerboseTranscription]),
+        content: { 'text/plain': { schema: z.string() }, 'text/vtt': { schema: z.string() } },
+      },
+    },
+    errors: V1_GENERATION_ERRORS,
+  },
+];

@@ -22,6 +22,10 @@ import { failedGenerationError } from '../../presenters/openai';
 import { presentVideo, presentVideoList, VideoFacts } from '../../presenters/openai-media';
 import { formField, multipartBody, uploadedImage } from '../../uploads';
 import { paramOf, requiredString, requireModel, valuesOf, withProtocolNames } from './media-common';
+import type { RouteDoc } from '../../openapi/registry';
+import { filePart, IdempotencyHeader } from '../../openapi/schemas/params';
+import { Video, VideoDeleted, VideoList } from '../../openapi/schemas/v1';
+import { V1_GENERATION_ERRORS } from '../../openapi/schemas/v1-requests';
 
 const CreateVideo = z.looseObject({
   model: requiredString(200).min(1, 'is required'),
@@ -199,3 +203,21 @@ export function v1VideoRoutes(): Router<AppState, AppCustom> {
 
   return router;
 }
+
+const tag = 'OpenAI- and Anthropic-compatible (/v1)';
+const VideoIdParam = z.object({ id: z.string().meta({ description: '`video_7` (also `7` or `gen_7`)', example: 'video_7' }) });
+const VideoForm = z.object({
+  model: z.string(),
+  prompt: z.string(),
+  seconds: z.string().optional(),
+  size: z.string().optional(),
+  input_reference: filePart('The start image').optional(),
+});
+
+export const v1VideoRouteDocs: RouteDoc[] = [
+  { method: 'post', path: '/v1/videos', tag, auth: 'user', summary: "OpenAI's video job: start one (JSON, or multipart with a start image)", headers: IdempotencyHeader, body: CreateVideo, multipart: VideoForm, bodyExample: { model: 'demo-video', prompt: 'waves at dusk', seconds: '5', size: '1280x720' }, responses: { 200: { description: 'The job (queued)', schema: Video } }, errors: V1_GENERATION_ERRORS },
+  { method: 'get', path: '/v1/videos', tag, auth: 'user', summary: "The caller's video jobs, by cursor", query: ListQuery, responses: { 200: { description: 'A page of jobs', schema: VideoList } } },
+  { method: 'get', path: '/v1/videos/:id', tag, auth: 'user', summary: 'A video job', params: VideoIdParam, responses: { 200: { description: 'The job as it stands', schema: Video } } },
+  { method: 'get', path: '/v1/videos/:id/content', tag, auth: 'user', summary: 'The video (or its thumbnail) of a completed job', params: VideoIdParam, query: ContentQuery, responses: { 200: { description: 'The file', content: { '*/*': { schema: z.string().meta({ format: 'binary' }) } } } } },
+  { method: 'delete', path: '/v1/videos/:id', tag, auth: 'user', summary: 'Delete a video job and its files', params: VideoIdParam, responses: { 200: { description: 'Deleted', schema: VideoDeleted } } },
+];

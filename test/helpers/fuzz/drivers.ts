@@ -1217,6 +1217,17 @@ export const DRIVERS: DriverTable = {
     body: jsonBody(fc.record({ product: ok(fc.constantFrom('tokens-500', 'tokens-2000', 'tokens-10000', 'basic-monthly', 'pro-monthly', 'vip-monthly', 'elite-monthly'), 'tokens-7', '', 'x'.repeat(65), 'TOKENS-500') })),
   }),
 
+  // The OpenAPI document and the /docs page with its assets: open to everyone, the same for all
+  'GET /api/v2/openapi.json': () => ({ callers: main, runs: 10, anonymousWeight: 10 }),
+  'GET /docs': () => ({ callers: main, runs: 10, anonymousWeight: 10 }),
+  'GET /docs/assets/:file': () => ({
+    callers: main,
+    runs: 40,
+    anonymousWeight: 10,
+    params: fc.record({ file: wordParam(['docs-init.js', 'docs.css', 'swagger-ui.css', 'favicon-16x16.png', 'index.html', 'package.json', 'swagger-ui-bundle.js.map', 'swagger-initializer.js', '..', '.env']) }),
+    headers: fc.oneof(fc.constant({}), fc.record({ 'if-none-match': fc.oneof(fc.constantFrom('*', '"x"', 'W/"x"', ''), printable(40)) }), fc.record({ 'accept-encoding': fc.constantFrom('gzip', 'identity', 'gzip;q=0, identity', '*', 'x-nope') })),
+  }),
+
   // Provider webhooks: signed by the provider, not by a user; answered 4xx unless the signature is right
   'POST /api/v2/providers/replicate/webhook': () => ({
     callers: main,
