@@ -39,8 +39,13 @@ describe('Account → Link Telegram', () => {
     const code = await app.container.links.createCode(telegram.id);
 
     const { context, page } = await d.rig.newPage();
-    await signIn(page, web.email, web.password);
-    await page.getByRole('link', { name: 'Account' }).click();
+    // The bot's button opens /account: a signed-out visitor signs in and lands there.
+    await page.goto('/account');
+    await page.waitForURL('**/sign-in?next=%2Faccount');
+    await page.getByLabel('E-mail').fill(web.email);
+    await page.getByLabel('Password').fill(web.password);
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await page.waitForURL('**/account');
     await page.getByRole('heading', { name: 'Link Telegram' }).waitFor();
 
     await page.getByLabel('Link code').fill('WRONG123');

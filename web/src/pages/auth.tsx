@@ -92,6 +92,7 @@ export function Register({ onSignedIn }: { onSignedIn: () => Promise<void> }): J
           {t('auth.register')}
         </button>
       </form>
+      <OtherWaysIn />
       <p>
         {t('auth.haveAccount')} <Link href="/sign-in">{t('auth.signIn')}</Link>
       </p>
