@@ -178,6 +178,29 @@ describe('identity-provider login (endpoints from discovery)', () => {
       expect((await login({ code: good, redirect_uri: REDIRECT_URI })).status).toBe(401);
     });
 
+    it('passes the PKCE code_verifier on to the token endpoint (a wrong one is refused there)', async () => {
+      const verifier = 'v'.repeat(20) + '-._~' + 'w'.repeat(24);
+      const challenge = crypto.createHash('sha256').update(verifier).digest('base64url');
+      const wrong = t.provider.issueCode(REDIRECT_URI, await idToken(), challenge);
+      const refused = await login({ code: wrong, redirect_uri: REDIRECT_URI, code_verifier: 'x'.repeat(43) });
+      expect(refused.status).toBe(401);
+      expect(refused.body.code).toBe('invalid_identity_token');
+      const code = t.provider.issueCode(REDIRECT_URI, await idToken(), challenge);
+      expect((await login({ code, redirect_uri: REDIRECT_URI, code_verifier: verifier })).status).toBe(200);
+      expect(t.provider.tokenRequests.at(-1)!.form.code_verifier).toBe(verifier);
+      const malformed = await login({ code, redirect_uri: REDIRECT_URI, code_verifier: 'too short' });
+      expect(malformed.status).toBe(422);
+      expect(malformed.body.code).toBe('validation_failed');
+    });
+
+    it('GET /auth/providers names the authorization endpoint from discovery', async () => {
+      const res = await t.app.http().get('/api/v2/auth/providers').expect(200);
+      expect(res.body).toEqual({
+        telegram: null,
+        identity_provider: { name: null, authorization_endpoint: `${t.provider.issuer}/authorize`, client_id: t.provider.clientId, scope: 'openid email profile' },
+      });
+    });
+
     it('verifies the id_token the token endpoint returns', async () => {
       const code = t.provider.issueCode(REDIRECT_URI, await idToken({ audience: 'another-client' }));
       const res = await login({ code, redirect_uri: REDIRECT_URI });
@@ -344,6 +367,23 @@ describe('identity-provider login with OIDC_JWKS_URL and OIDC_TOKEN_URL (no disc
     expect((await login({ code, redirect_uri: REDIRECT_URI })).status).toBe(200);
     expect(t.provider.hits.get('/.well-known/openid-configuration')).toBeUndefined();
     expect(t.provider.tokenRequests).toHaveLength(1);
+  });
+
+  it('offers no sign-in button without OIDC_AUTHORIZATION_URL (discovery is not asked)', async () => {
+    const res = await t.app.http().get('/api/v2/auth/providers').expect(200);
+    expect(res.body.identity_provider).toBeNull();
+    expect(t.provider.hits.get('/.well-known/openid-configuration')).toBeUndefined();
+  });
+});
+
+describe('identity-provider login with OIDC_AUTHORIZATION_URL and a name', () => {
+  const t = useOidcApp((p) => ({ ...fullConfig(p), OIDC_JWKS_URL: p.jwksUrl, OIDC_TOKEN_URL: p.tokenUrl, OIDC_AUTHORIZATION_URL: `${p.issuer}/login`, OIDC_NAME: 'Acme ID' }));
+
+  it('GET /auth/providers names them without asking for discovery', async () => {
+    t.provider.discoveryEnabled = false;
+    const res = await t.app.http().get('/api/v2/auth/providers').expect(200);
+    expect(res.body.identity_provider).toEqual({ name: 'Acme ID', authorization_endpoint: `${t.provider.issuer}/login`, client_id: t.provider.clientId, scope: 'openid email profile' });
+    expect(t.provider.hits.get('/.well-known/openid-configuration')).toBeUndefined();
   });
 });
 

@@ -179,7 +179,8 @@ describe('/balance and /link', () => {
     const answer = await waitForText(hu.id, /^Your link code: /);
     expect(String(answer.params.text)).toContain('https://gen.example.test/');
     expect(String(answer.params.text)).not.toMatch(/\/api\/|POST/);
-    expect(keyboard(answer)).toEqual([{ text: '🌐 Open the web dashboard', data: '', url: 'https://gen.example.test/' }]);
+    // The button opens the page the text names (Account), past the sign-in page.
+    expect(keyboard(answer)).toEqual([{ text: '🌐 Open the web dashboard', data: '', url: 'https://gen.example.test/account' }]);
   });
 });
 

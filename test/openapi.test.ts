@@ -244,6 +244,7 @@ describe('answers of the real app', () => {
     const refreshed = await call('POST /api/v2/auth/refresh', { body: { refresh_token: reader.refreshToken } });
     const nextRefresh = (refreshed.body as { refresh_token: string }).refresh_token;
     await call('POST /api/v2/auth/refresh', { body: {} });
+    await call('GET /api/v2/auth/providers');
     await call('POST /api/v2/auth/messenger', { body: { id: 1, first_name: 'A', auth_date: 1, hash: 'a'.repeat(64) } });
     await call('POST /api/v2/auth/identity-provider', { body: { id_token: 'x' } });
     await call('POST /api/v2/auth/forgot-password', { body: { email: 'docs-reader@example.test' } });

@@ -6,6 +6,7 @@ import type { ApiKey, Identity, Session, User } from '../../shared/db/entities';
 import type { Plan, PlanName } from '../../shared/plans';
 import { tokenBalance } from '../../shared/billing';
 import { iso } from './dates';
+import type { AuthorizationStart } from '../../shared/auth/identity-provider';
 
 export interface UserView {
   id: number;
@@ -95,4 +96,20 @@ export function presentSession(session: Session, currentSessionId: number | null
 /** A key as listed: never its secret (that is shown once, when it is made). */
 export function presentApiKey(key: ApiKey) {
   return { id: key.id, name: key.name, prefix: key.prefix, last_four: key.lastFour, created_at: iso(key.createdAt), last_used_at: iso(key.lastUsedAt) };
+}
+
+/** GET /auth/providers: the ways of signing in this server offers, and what a browser needs to start each. */
+export function presentProviders(telegramBotId: number | null, identityProvider: AuthorizationStart | null) {
+  return {
+    telegram: telegramBotId === null ? null : { bot_id: telegramBotId },
+    identity_provider:
+      identityProvider === null
+        ? null
+        : {
+            name: identityProvider.name ?? null,
+            authorization_endpoint: identityProvider.authorizationEndpoint,
+            client_id: identityProvider.clientId,
+            scope: identityProvider.scope,
+          },
+  };
 }

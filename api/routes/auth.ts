@@ -5,13 +5,13 @@ import { ACCESS_TOKEN_TTL_SECONDS } from '../../shared/auth/access-tokens';
 import type { SignedIn } from '../../shared/auth/password-accounts';
 import type { ClientInfo } from '../../shared/auth/sessions';
 import { REFRESH_TOKEN_TTL_DAYS } from '../../shared/auth/sessions';
-import { presentAuthMethods, presentLoginUser, presentSession } from '../presenters/account';
+import { presentAuthMethods, presentLoginUser, presentProviders, presentSession } from '../presenters/account';
 import { AppError } from '../../shared/errors';
 import { AppContext, AppCustom, AppState, callerOf } from '../context';
 import { EmailSchema, parseBody, parseId, PasswordSchema } from '../http';
 import { optionalAuth, requireAuth, sessionOnly } from '../middleware/auth';
 import type { RouteDoc } from '../openapi/registry';
-import { AuthMethods, IdentityProviderTokenResponse, RefreshResponse, SessionItem, TokenResponse } from '../openapi/schemas/account';
+import { AuthMethods, AuthProviders, IdentityProviderTokenResponse, RefreshResponse, SessionItem, TokenResponse } from '../openapi/schemas/account';
 import { IdParam } from '../openapi/schemas/params';
 
 export const REFRESH_COOKIE = 'refresh_token';
@@ -36,7 +36,12 @@ const MessengerBody = z
   .catchall(z.union([z.string().max(2048), z.number(), z.boolean()]));
 const IdentityProviderBody = z.union([
   z.object({ id_token: z.string().min(1).max(16_384) }),
-  z.object({ code: z.string().min(1).max(4096), redirect_uri: z.url().max(2048) }),
+  z.object({
+    code: z.string().min(1).max(4096),
+    redirect_uri: z.url().max(2048),
+    // RFC 7636: 43-128 unreserved characters.
+    code_verifier: z.string().regex(/^[A-Za-z0-9._~-]{43,128}$/, 'must be 43-128 characters of A-Z, a-z, 0-9, ".", "_", "~" and "-"').optional(),
+  }),
 ]);
 const RefreshBody = z.object({ refresh_token: z.string().min(1).max(256).optional() });
 const ForgotBody = z.object({ email: EmailSchema });
@@ -90,6 +95,14 @@ export function authRoutes(): Router<AppState, AppCustom> {
     const body = parseBody(ctx, LoginBody);
     const signedIn = await ctx.container.passwords.login(body, clientInfo(ctx));
     ctx.body = await tokenResponse(ctx, signedIn, { userEmail: true });
+  });
+
+  // Public: the dashboard's sign-in page asks which buttons to show (nothing secret: a bot's id
+  // and an OAuth client id are what every browser sees in the redirect anyway).
+  router.get('/providers', async (ctx) => {
+    const { messenger, identityProvider } = ctx.container;
+    ctx.set('Cache-Control', 'no-cache');
+    ctx.body = presentProviders(messenger.botId, await identityProvider.authorizationStart());
   });
 
   router.post('/messenger', async (ctx) => {
@@ -190,14 +203,15 @@ const tokenAnswer = (description: string) => ({ description, schema: TokenRespon
 export const authRouteDocs: RouteDoc[] = [
   { method: 'post', path: '/api/v2/auth/register', tag, auth: 'none', summary: 'Create an account (free plan) and sign in', body: RegisterBody, bodyExample: { email: 'me@example.com', password: 'a long password', name: 'Me' }, responses: { 201: tokenAnswer('Signed in; the refresh cookie is set') }, errors: ['email_taken', 'rate_limited'] },
   { method: 'post', path: '/api/v2/auth/login', tag, auth: 'none', summary: 'Sign in with e-mail and password', body: LoginBody, bodyExample: { email: 'me@example.com', password: 'a long password' }, responses: { 200: tokenAnswer('Signed in; the refresh cookie is set') }, errors: ['invalid_credentials', 'rate_limited'] },
+  { method: 'get', path: '/api/v2/auth/providers', tag, auth: 'none', summary: 'The other ways in this server offers, for a sign-in page', description: "Telegram's `bot_id` (for oauth.telegram.org/auth) and the OpenID provider's authorization endpoint, client id and scope (for the code flow); null for a way that is not set up.", responses: { 200: { description: 'The ways in', schema: AuthProviders } } },
   { method: 'post', path: '/api/v2/auth/messenger', tag, auth: 'none', summary: 'Sign in with the Telegram Login Widget', description: 'The first login creates a free account without e-mail. 503 when the server has no bot token.', body: MessengerBody, responses: { 200: tokenAnswer('Signed in') }, errors: ['invalid_messenger_login', 'feature_disabled'] },
-  { method: 'post', path: '/api/v2/auth/identity-provider', tag, auth: 'none', summary: 'Sign in with the OpenID Connect provider', description: 'An `id_token`, or an authorization `code` with its `redirect_uri`.', body: IdentityProviderBody, responses: { 200: { description: 'Signed in', schema: IdentityProviderTokenResponse } }, errors: ['invalid_identity_token', 'identity_conflict', 'feature_disabled'] },
+  { method: 'post', path: '/api/v2/auth/identity-provider', tag, auth: 'none', summary: 'Sign in with the OpenID Connect provider', description: 'An `id_token`, or an authorization `code` with its `redirect_uri` (and the PKCE `code_verifier` when the flow sent a challenge: passed on to the token endpoint).', body: IdentityProviderBody, responses: { 200: { description: 'Signed in', schema: IdentityProviderTokenResponse } }, errors: ['invalid_identity_token', 'identity_conflict', 'feature_disabled'] },
   { method: 'post', path: '/api/v2/auth/refresh', tag, auth: 'refresh', summary: 'A new access token for the refresh cookie (or body token); rotates it', description: 'A refresh token used twice revokes its session.', body: RefreshBody, responses: { 200: { description: 'A new access token', schema: RefreshResponse } } },
   { method: 'post', path: '/api/v2/auth/logout', tag, auth: 'refresh', summary: 'End the session (access token, refresh cookie or body token)', description: 'An API key is 403 `api_key_not_allowed`: it has no session to end.', body: RefreshBody, responses: { 204: { description: 'Signed out; the cookie is cleared' } }, errors: ['api_key_not_allowed', 'insufficient_plan'] },
   { method: 'post', path: '/api/v2/auth/forgot-password', tag, auth: 'none', summary: 'Mail a one-hour, single-use reset link', body: ForgotBody, responses: { 202: { description: 'Always, whether or not the address has an account', schema: z.strictObject({ detail: z.string() }) } }, errors: ['rate_limited'] },
   { method: 'post', path: '/api/v2/auth/reset-password', tag, auth: 'none', summary: 'Set a new password with a reset link', description: 'Revokes every session and every other outstanding link (API keys keep working).', body: ResetBody, responses: { 204: { description: 'Password changed' } }, errors: ['invalid_reset_token'] },
   { method: 'post', path: '/api/v2/auth/change-password', tag, auth: 'session', summary: 'Change the password', description: 'Revokes the other sessions and every outstanding reset link.', body: ChangePasswordBody, responses: { 204: { description: 'Password changed' } }, errors: ['wrong_password'] },
-  { method: 'post', path: '/api/v2/auth/link', tag, auth: 'session', summary: "Link the bot's Telegram account with a code from its /link", body: LinkBody, responses: { 200: { description: 'Linked', schema: z.strictObject({ linked: z.literal(true), auth_methods: AuthMethods }) } } },
+  { method: 'post', path: '/api/v2/auth/link', tag, auth: 'session', summary: "Link the bot's Telegram account with a code from its /link", description: 'A wrong, expired or used code is 422 on `code`; 409 `identity_conflict` names its `reason`.', body: LinkBody, responses: { 200: { description: 'Linked', schema: z.strictObject({ linked: z.literal(true), auth_methods: AuthMethods }) } }, errors: ['identity_conflict'] },
   { method: 'get', path: '/api/v2/auth/sessions', tag, auth: 'session', summary: "The caller's live sessions", responses: { 200: { description: 'Sessions, `current` marking this one', schema: z.strictObject({ sessions: z.array(SessionItem) }) } } },
   { method: 'delete', path: '/api/v2/auth/sessions/:id', tag, auth: 'session', summary: 'Revoke a session', params: IdParam, responses: { 204: { description: 'Revoked' } } },
 ];

@@ -117,8 +117,11 @@ export function registerAccount(bot: Bot<BotContext>, services: BotServices): Ac
     const a = account(ctx);
     const code = await container.links.createCode(a.user.id);
     const webUrl = `${config.publicBaseUrl}/`;
-    // Telegram refuses URL buttons to localhost addresses; the text carries the address anyway.
-    const button = /^https:\/\//.test(webUrl) ? { reply_markup: new InlineKeyboard().url(a.texts.openWeb, webUrl) } : {};
+    // The button opens Account, where the code goes (the dashboard asks a signed-out visitor to
+    // sign in first and then comes back there). Telegram refuses URL buttons to localhost
+    // addresses; the text carries the address anyway.
+    const accountUrl = `${config.publicBaseUrl}/account`;
+    const button = /^https:\/\//.test(webUrl) ? { reply_markup: new InlineKeyboard().url(a.texts.openWeb, accountUrl) } : {};
     await ctx.reply(a.texts.linkCode(code, 10, webUrl), button);
   });
   bot.command('balance', showBalance);

@@ -50,12 +50,13 @@ export class AccountLinks {
       const identity = await em.getRepository(Identity).findOneBy({ userId: row.userId, kind: 'messenger' });
       if (!identity) throw AppError.validation('code', 'belongs to an account without a Telegram identity');
       if (await em.getRepository(Identity).countBy({ userId: webUserId, kind: 'messenger' })) {
-        throw new AppError('identity_conflict', { detail: 'This account is already connected to a Telegram account' });
+        throw new AppError('identity_conflict', { detail: 'This account is already connected to a Telegram account', extra: { reason: 'already_linked' } });
       }
       const telegramUser = await em.getRepository(User).findOneByOrFail({ id: row.userId });
       if ((await em.getRepository(Generation).countBy({ userId: row.userId })) > 0 || telegramUser.bonusTokens > 0) {
         throw new AppError('identity_conflict', {
           detail: 'The Telegram account already has generations or bonus tokens; accounts are not merged. Contact support to move them.',
+          extra: { reason: 'telegram_account_in_use' },
         });
       }
       await em.getRepository(Identity).update({ id: identity.id }, { userId: webUserId });

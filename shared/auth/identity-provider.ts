@@ -1,7 +1,9 @@
 /**
  * OpenID Connect login: an `id_token` verified against the provider's JWKS (issuer, audience,
- * expiry), or an authorization `code` exchanged at the token endpoint first. Endpoints come from
- * discovery unless OIDC_JWKS_URL / OIDC_TOKEN_URL name them.
+ * expiry), or an authorization `code` exchanged at the token endpoint first (with the browser's
+ * PKCE `code_verifier` when it sends one). Endpoints come from discovery unless OIDC_JWKS_URL /
+ * OIDC_TOKEN_URL / OIDC_AUTHORIZATION_URL name them (with the first two set, discovery is not
+ * asked at all, so the dashboard's button then needs OIDC_AUTHORIZATION_URL).
  */
 import { createRemoteJWKSet, JWTPayload, jwtVerify } from 'jose';
 import type { Clock } from '../clock';
@@ -20,11 +22,24 @@ export interface OidcSettings {
   clientSecret: string | undefined;
   jwksUrl: string | undefined;
   tokenUrl: string | undefined;
+  authorizationUrl: string | undefined;
+  name: string | undefined;
 }
+
+/** What a browser needs to start the authorization-code flow (GET /auth/providers). */
+export interface AuthorizationStart {
+  name: string | undefined;
+  authorizationEndpoint: string;
+  clientId: string;
+  scope: string;
+}
+
+export const OIDC_SCOPE = 'openid email profile';
 
 interface Endpoints {
   jwks: ReturnType<typeof createRemoteJWKSet>;
   tokenUrl: string | undefined;
+  authorizationUrl: string | undefined;
   /** False when discovery failed but OIDC_JWKS_URL let login go on: discovery is tried again next time. */
   complete: boolean;
 }
@@ -50,6 +65,7 @@ export class IdentityProviderLogin {
     this.endpoints ??= (async () => {
       let jwksUrl = this.settings.jwksUrl;
       let tokenUrl = this.settings.tokenUrl;
+      let authorizationUrl = this.settings.authorizationUrl;
       let complete = true;
       if (!jwksUrl || !tokenUrl) {
         try {
@@ -57,9 +73,10 @@ export class IdentityProviderLogin {
             signal: AbortSignal.timeout(10_000),
           });
           if (!response.ok) throw new Error(`OIDC discovery answered ${response.status}`);
-          const doc = (await response.json()) as { jwks_uri?: string; token_endpoint?: string };
+          const doc = (await response.json()) as { jwks_uri?: string; token_endpoint?: string; authorization_endpoint?: string };
           jwksUrl ??= doc.jwks_uri;
           tokenUrl ??= doc.token_endpoint;
+          authorizationUrl ??= typeof doc.authorization_endpoint === 'string' && /^https?:\/\//.test(doc.authorization_endpoint) ? doc.authorization_endpoint : undefined;
         } catch (error) {
           // With OIDC_JWKS_URL set, id_tokens are still verifiable; only the code flow lacks its endpoint.
           if (!jwksUrl) throw error;
@@ -68,7 +85,7 @@ export class IdentityProviderLogin {
         }
       }
       if (!jwksUrl) throw new Error('OIDC discovery gave no jwks_uri');
-      return { jwks: createRemoteJWKSet(new URL(jwksUrl), { timeoutDuration: 10_000 }), tokenUrl, complete };
+      return { jwks: createRemoteJWKSet(new URL(jwksUrl), { timeoutDuration: 10_000 }), tokenUrl, authorizationUrl, complete };
     })();
     // A failed (or partly failed) discovery is retried on the next login instead of being cached forever.
     const pending = this.endpoints;
@@ -81,9 +98,27 @@ export class IdentityProviderLogin {
     return pending;
   }
 
-  private async exchangeCode(code: string, redirectUri: string, tokenUrl: string | undefined): Promise<string> {
+  /**
+   * Where the dashboard starts the code flow; null when login is off or the provider has no
+   * authorization endpoint (discovery failing counts: the page then shows no button).
+   */
+  async authorizationStart(): Promise<AuthorizationStart | null> {
+    if (!this.enabled) return null;
+    const clientId = this.settings.clientId ?? '';
+    if (this.settings.authorizationUrl) return { name: this.settings.name, authorizationEndpoint: this.settings.authorizationUrl, clientId, scope: OIDC_SCOPE };
+    const endpoints = await this.discover().catch((error: Error) => {
+      this.log.warn({ reason: error.message }, 'identity-provider discovery failed');
+      return null;
+    });
+    if (!endpoints?.authorizationUrl) return null;
+    return { name: this.settings.name, authorizationEndpoint: endpoints.authorizationUrl, clientId, scope: OIDC_SCOPE };
+  }
+
+  private async exchangeCode(code: string, redirectUri: string, codeVerifier: string | undefined, tokenUrl: string | undefined): Promise<string> {
     if (!tokenUrl) throw new AppError('feature_disabled', { detail: 'The identity provider has no token endpoint configured' });
     const body = new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: redirectUri });
+    // PKCE (RFC 7636): the browser that started the flow holds the verifier; the provider checks it.
+    if (codeVerifier) body.set('code_verifier', codeVerifier);
     body.set('client_id', this.settings.clientId ?? '');
     if (this.settings.clientSecret) body.set('client_secret', this.settings.clientSecret);
     let response: Response;
@@ -126,7 +161,7 @@ export class IdentityProviderLogin {
   }
 
   async login(
-    input: { id_token?: string; code?: string; redirect_uri?: string },
+    input: { id_token?: string; code?: string; redirect_uri?: string; code_verifier?: string },
     client: ClientInfo,
   ): Promise<SignedIn & { isNewUser: boolean }> {
     if (!this.enabled) throw new AppError('feature_disabled', { detail: 'Identity-provider login is not configured on this server' });
@@ -137,7 +172,7 @@ export class IdentityProviderLogin {
       this.log.warn({ reason: (error as Error).message }, 'identity-provider discovery failed');
       throw new AppError('service_unavailable', { detail: 'The identity provider cannot be reached' });
     }
-    const idToken = input.id_token ?? (await this.exchangeCode(input.code ?? '', input.redirect_uri ?? '', endpoints.tokenUrl));
+    const idToken = input.id_token ?? (await this.exchangeCode(input.code ?? '', input.redirect_uri ?? '', input.code_verifier, endpoints.tokenUrl));
     const claims = await this.verifyIdToken(idToken, endpoints.jwks);
     // The configured issuer, not `iss`: the same whether or not the provider writes the trailing slash.
     const subject = `${this.settings.issuer}|${claims.sub}`;

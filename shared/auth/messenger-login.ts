@@ -49,6 +49,12 @@ export class MessengerLogin {
     return this.botToken !== undefined;
   }
 
+  /** The bot's numeric id (the token's part before the colon): what oauth.telegram.org is given as `bot_id`. */
+  get botId(): number | null {
+    const match = /^(\d+):/.exec(this.botToken ?? '');
+    return match ? Number(match[1]) : null;
+  }
+
   /** Checks the widget data; throws `invalid_messenger_login` for a bad hash or stale `auth_date`. */
   verify(data: WidgetData): void {
     if (!this.botToken) throw new AppError('feature_disabled', { detail: 'Messenger login is not configured on this server' });

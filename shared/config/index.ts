@@ -105,6 +105,8 @@ const EnvSchema = z.object({
   OIDC_CLIENT_SECRET: optionalString,
   OIDC_JWKS_URL: httpUrl,
   OIDC_TOKEN_URL: httpUrl,
+  OIDC_AUTHORIZATION_URL: httpUrl,
+  OIDC_NAME: optionalString.refine((v) => v === undefined || v.length <= 60, 'must be at most 60 characters'),
   CONTENT_POLICY_BLOCKLIST: commaList,
   WHISPER_MODEL_PATH: optionalString,
   LLM_MODEL_PATH: optionalString,
@@ -170,6 +172,10 @@ export interface Config {
     clientSecret: string | undefined;
     jwksUrl: string | undefined;
     tokenUrl: string | undefined;
+    /** Where the dashboard sends people to sign in (the code flow); from discovery unless set. */
+    authorizationUrl: string | undefined;
+    /** The provider's name on the dashboard's button ("Sign in with <name>"). */
+    name: string | undefined;
   };
   contentPolicyBlocklist: string[];
   /** A whisper.cpp ggml model the operator brings; offers local whisper transcription. */
@@ -339,6 +345,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       clientSecret: e.OIDC_CLIENT_SECRET,
       jwksUrl: e.OIDC_JWKS_URL,
       tokenUrl: e.OIDC_TOKEN_URL,
+      authorizationUrl: e.OIDC_AUTHORIZATION_URL,
+      name: e.OIDC_NAME,
     },
     contentPolicyBlocklist: e.CONTENT_POLICY_BLOCKLIST.map((w) => w.toLowerCase()),
     whisperModelPath: e.WHISPER_MODEL_PATH ? path.resolve(e.WHISPER_MODEL_PATH) : undefined,

@@ -1,7 +1,10 @@
 /**
- * A small OpenID provider for tests, on 127.0.0.1: discovery document, JWKS (one RS256 key) and a
- * token endpoint for the authorization-code grant (client_secret_post). It records every token
- * request it gets, and signs id_tokens for the tests with its key (or any other key they pass).
+ * A small OpenID provider for tests, on 127.0.0.1: discovery document, JWKS (one RS256 key), an
+ * authorization endpoint (the person is whoever `authorizeAs` names: it redirects straight back
+ * with a code and the `state`, PKCE S256 challenge kept) and a token endpoint for the
+ * authorization-code grant (client_secret_post; the `code_verifier` checked when the code had a
+ * challenge). It records every authorization and token request it gets, and signs id_tokens for
+ * the tests with its key (or any other key they pass).
  */
 import crypto from 'node:crypto';
 import http from 'node:http';
@@ -40,13 +43,17 @@ export interface FakeOidcProvider {
   readonly key: SigningKey;
   /** Every POST the token endpoint received, in order. */
   readonly tokenRequests: TokenRequest[];
+  /** The query of every GET /authorize, in order. */
+  readonly authorizeRequests: Array<Record<string, string>>;
+  /** Who signs in at /authorize (null: it answers 400 `access_denied` back to the client). */
+  authorizeAs: { sub: string; now: number; claims?: JWTPayload & Record<string, unknown> } | null;
   /** How often each path was requested. */
   readonly hits: Map<string, number>;
   /** When false, the discovery document answers 404. */
   discoveryEnabled: boolean;
   signIdToken(options: IdTokenOptions): Promise<string>;
-  /** A one-time authorization code the token endpoint exchanges for `idToken`. */
-  issueCode(redirectUri: string, idToken: string): string;
+  /** A one-time authorization code the token endpoint exchanges for `idToken` (with the verifier of `codeChallenge`, when given). */
+  issueCode(redirectUri: string, idToken: string, codeChallenge?: string): string;
   close(): Promise<void>;
 }
 
@@ -75,12 +82,48 @@ export async function startFakeOidc(options: { clientId?: string; clientSecret?:
   const clientSecret = options.clientSecret ?? 'gensvc-test-secret';
   const key = await newSigningKey('test-key-1');
   const publicJwk = { ...(await exportJWK(key.publicKey)), kid: key.kid, alg: 'RS256', use: 'sig' };
-  const codes = new Map<string, { redirectUri: string; idToken: string }>();
+  const codes = new Map<string, { redirectUri: string; idToken: string; codeChallenge?: string }>();
   const tokenRequests: TokenRequest[] = [];
+  const authorizeRequests: Array<Record<string, string>> = [];
   const hits = new Map<string, number>();
   let base = '';
 
-  const state = { discoveryEnabled: true };
+  const state: { discoveryEnabled: boolean; authorizeAs: FakeOidcProvider['authorizeAs'] } = { discoveryEnabled: true, authorizeAs: null };
+
+  const sign = (o: IdTokenOptions): Promise<string> => {
+    const signingKey = o.key ?? key;
+    return new SignJWT({ ...(o.claims ?? {}) })
+      .setProtectedHeader({ alg: 'RS256', kid: signingKey.kid, typ: 'JWT' })
+      .setIssuer(o.issuer ?? base)
+      .setAudience(o.audience ?? clientId)
+      .setSubject(o.sub)
+      .setIssuedAt(o.now)
+      .setExpirationTime(o.now + (o.expiresIn ?? 300))
+      .sign(signingKey.privateKey);
+  };
+
+  /** GET /authorize as a provider answers it once the person has signed in and agreed. */
+  async function authorize(url: URL, res: http.ServerResponse): Promise<void> {
+    const query = Object.fromEntries(url.searchParams.entries());
+    authorizeRequests.push(query);
+    const redirect = query.redirect_uri;
+    // A wrong client or redirect is shown to the person, never sent back (RFC 6749 4.1.2.1).
+    if (query.client_id !== clientId || !redirect || !/^https?:\/\//.test(redirect)) return sendJson(res, 400, { error: 'invalid_request' });
+    const back = new URL(redirect);
+    if (query.state !== undefined) back.searchParams.set('state', query.state);
+    const wants = (query.scope ?? '').split(' ');
+    if (query.response_type !== 'code' || !wants.includes('openid')) back.searchParams.set('error', 'invalid_request');
+    else if (query.code_challenge !== undefined && query.code_challenge_method !== 'S256') back.searchParams.set('error', 'invalid_request');
+    else if (!state.authorizeAs) back.searchParams.set('error', 'access_denied');
+    else {
+      const idToken = await sign({ ...state.authorizeAs });
+      const code = crypto.randomBytes(12).toString('base64url');
+      codes.set(code, { redirectUri: redirect, idToken, codeChallenge: query.code_challenge });
+      back.searchParams.set('code', code);
+    }
+    res.writeHead(302, { location: back.toString() });
+    res.end();
+  }
 
   async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const path = new URL(req.url ?? '/', 'http://127.0.0.1').pathname;
@@ -99,6 +142,7 @@ export async function startFakeOidc(options: { clientId?: string; clientSecret?:
       });
     }
     if (req.method === 'GET' && path === '/jwks') return sendJson(res, 200, { keys: [publicJwk] });
+    if (req.method === 'GET' && path === '/authorize') return authorize(new URL(req.url ?? '/', base), res);
     if (req.method === 'POST' && path === '/token') {
       const raw = await readBody(req);
       const form = Object.fromEntries(new URLSearchParams(raw).entries());
@@ -109,6 +153,10 @@ export async function startFakeOidc(options: { clientId?: string; clientSecret?:
       if (form.grant_type !== 'authorization_code') return sendJson(res, 400, { error: 'unsupported_grant_type' });
       const grant = form.code === undefined ? undefined : codes.get(form.code);
       if (!grant || grant.redirectUri !== form.redirect_uri) return sendJson(res, 400, { error: 'invalid_grant' });
+      if (grant.codeChallenge !== undefined) {
+        const proof = crypto.createHash('sha256').update(form.code_verifier ?? '').digest('base64url');
+        if (proof !== grant.codeChallenge) return sendJson(res, 400, { error: 'invalid_grant' });
+      }
       codes.delete(form.code!);
       return sendJson(res, 200, { access_token: crypto.randomBytes(16).toString('hex'), token_type: 'Bearer', expires_in: 3600, id_token: grant.idToken });
     }
@@ -129,27 +177,24 @@ export async function startFakeOidc(options: { clientId?: string; clientSecret?:
     tokenUrl: `${base}/token`,
     key,
     tokenRequests,
+    authorizeRequests,
     hits,
+    get authorizeAs() {
+      return state.authorizeAs;
+    },
+    set authorizeAs(value) {
+      state.authorizeAs = value;
+    },
     get discoveryEnabled() {
       return state.discoveryEnabled;
     },
     set discoveryEnabled(value: boolean) {
       state.discoveryEnabled = value;
     },
-    async signIdToken(o: IdTokenOptions): Promise<string> {
-      const signingKey = o.key ?? key;
-      return new SignJWT({ ...(o.claims ?? {}) })
-        .setProtectedHeader({ alg: 'RS256', kid: signingKey.kid, typ: 'JWT' })
-        .setIssuer(o.issuer ?? base)
-        .setAudience(o.audience ?? clientId)
-        .setSubject(o.sub)
-        .setIssuedAt(o.now)
-        .setExpirationTime(o.now + (o.expiresIn ?? 300))
-        .sign(signingKey.privateKey);
-    },
-    issueCode(redirectUri: string, idToken: string): string {
+    signIdToken: sign,
+    issueCode(redirectUri: string, idToken: string, codeChallenge?: string): string {
       const code = crypto.randomBytes(12).toString('base64url');
-      codes.set(code, { redirectUri, idToken });
+      codes.set(code, { redirectUri, idToken, codeChallenge });
       return code;
     },
     async close() {

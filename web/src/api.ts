@@ -191,7 +191,7 @@ export async function streamGeneration(body: Record<string, unknown>, onEvent: (
 }
 
 /** Signs in or registers; the API sets the refresh cookie, the access token stays here. */
-export async function signIn(path: '/auth/login' | '/auth/register', body: Record<string, string>): Promise<void> {
+export async function signIn(path: '/auth/login' | '/auth/register' | '/auth/messenger' | '/auth/identity-provider', body: Record<string, unknown>): Promise<void> {
   const response = await fetch(`/api/v2${path}`, {
     method: 'POST',
     credentials: 'same-origin',

@@ -14,6 +14,7 @@ import type { Settings, User } from './types';
 import { formatTokens } from './format';
 import { Loading, PageTitle } from './components/ui';
 import { ForgotPassword, ResetPassword, SignIn, Register } from './pages/auth';
+import { IDENTITY_PROVIDER_RETURN_PATH, IdentityProviderReturn, TELEGRAM_RETURN_PATH, TelegramReturn } from './pages/sign-in-with';
 import { Overview } from './pages/overview';
 import { Playground } from './pages/playground';
 import { History } from './pages/history';
@@ -25,7 +26,7 @@ import { Assistants } from './pages/assistants';
 import { Schedules } from './pages/schedules';
 import { Webhooks } from './pages/webhooks';
 
-const PUBLIC_PAGES = new Set(['/sign-in', '/register', '/forgot-password', '/reset-password']);
+const PUBLIC_PAGES = new Set(['/sign-in', '/register', '/forgot-password', '/reset-password', TELEGRAM_RETURN_PATH, IDENTITY_PROVIDER_RETURN_PATH]);
 
 type Phase = { kind: 'starting' } | { kind: 'signed-out' } | { kind: 'signed-in'; user: User };
 
@@ -114,6 +115,10 @@ function PublicPage({ path, onSignedIn }: { path: string; onSignedIn: () => Prom
       return <ForgotPassword />;
     case '/reset-password':
       return <ResetPassword />;
+    case TELEGRAM_RETURN_PATH:
+      return <TelegramReturn onSignedIn={onSignedIn} />;
+    case IDENTITY_PROVIDER_RETURN_PATH:
+      return <IdentityProviderReturn onSignedIn={onSignedIn} />;
     default:
       return <SignIn onSignedIn={onSignedIn} />;
   }

@@ -21,10 +21,21 @@ function waitUntil(error: ApiError, i18n: I18n): string {
   return i18n.time(new Date(Date.now() + seconds * 1000));
 }
 
-/** `auth`: a refusal of signing in or registering (its limits are per address, not per plan); `checkout`: of paying by card. */
-export function explain(error: unknown, i18n: I18n, context: 'account' | 'auth' | 'checkout' = 'account'): Explained {
+export type ErrorContext = 'account' | 'auth' | 'checkout' | 'link';
+
+/**
+ * `auth`: a refusal of signing in or registering (its limits are per address, not per plan);
+ * `checkout`: of paying by card; `link`: of a Telegram link code (POST /auth/link).
+ */
+export function explain(error: unknown, i18n: I18n, context: ErrorContext = 'account'): Explained {
   const { t } = i18n;
   if (!(error instanceof ApiError)) return { message: t('error.server', { id: '-' }) };
+  if (context === 'link') {
+    if (error.code === 'validation_failed') return { message: t('error.linkCode') };
+    if (error.code === 'identity_conflict') {
+      return { message: t(error.body.reason === 'already_linked' ? 'error.linkAlreadyLinked' : 'error.linkTelegramInUse') };
+    }
+  }
   const topUp = { label: t('error.topUp'), href: '/overview#top-up' };
   switch (error.code) {
     case 'network':
@@ -53,6 +64,12 @@ export function explain(error: unknown, i18n: I18n, context: 'account' | 'auth' 
       return { message: t('error.credentials'), action: { label: t('error.forgot'), href: '/forgot-password' } };
     case 'email_taken':
       return { message: t('error.emailTaken'), action: { label: t('error.signInInstead'), href: '/sign-in' } };
+    case 'invalid_messenger_login':
+      return { message: t('error.telegramLogin'), action: { label: t('auth.backToSignIn'), href: '/sign-in' } };
+    case 'invalid_identity_token':
+      return { message: t('error.identityToken'), action: { label: t('auth.backToSignIn'), href: '/sign-in' } };
+    case 'identity_conflict':
+      return { message: t('error.identityConflict'), action: { label: t('auth.signIn'), href: '/sign-in' } };
     case 'invalid_reset_token':
       return { message: t('error.resetToken'), action: { label: t('error.newLink'), href: '/forgot-password' } };
     case 'not_authenticated':

@@ -18,6 +18,8 @@ export interface User {
   tokens_used_this_period: number;
   rate_limit_hourly: number;
   rate_limit_daily: number;
+  messenger_username: string | null;
+  auth_methods: { messenger: boolean; identity_provider: boolean; email: boolean };
 }
 
 export interface Balance {

@@ -1,6 +1,6 @@
 /** The account's answers (api/presenters/account.ts and the auth routes' token responses). */
 import { z } from 'zod';
-import { presentApiKey, presentAuthMethods, presentBalance, presentLoginUser, presentSession, presentSettings, UserView } from '../../presenters/account';
+import { presentApiKey, presentAuthMethods, presentBalance, presentLoginUser, presentProviders, presentSession, presentSettings, UserView } from '../../presenters/account';
 import { PLAN_NAMES } from '../../../shared/plans';
 import type { PresenterMatches } from './shape';
 
@@ -90,6 +90,24 @@ export const ApiKeyCreated = z
   .strictObject({ id: z.number().int(), name: z.string(), key: z.string().meta({ description: 'The secret (`gsk_` + 44 base62): shown this once' }), created_at: Timestamp.nullable() })
   .meta({ id: 'ApiKeyCreated' });
 
+export const AuthProviders = z
+  .strictObject({
+    telegram: z
+      .strictObject({ bot_id: z.number().int().meta({ description: "The bot's numeric id, oauth.telegram.org's `bot_id`" }) })
+      .nullable()
+      .meta({ description: 'Null without TELEGRAM_BOT_TOKEN' }),
+    identity_provider: z
+      .strictObject({
+        name: z.string().nullable().meta({ description: 'OIDC_NAME, for "Sign in with <name>"' }),
+        authorization_endpoint: z.string(),
+        client_id: z.string(),
+        scope: z.string().meta({ example: 'openid email profile' }),
+      })
+      .nullable()
+      .meta({ description: 'Null when OIDC is off or no authorization endpoint is known' }),
+  })
+  .meta({ id: 'AuthProviders' });
+
 const checks: [
   PresenterMatches<UserView, typeof User>,
   PresenterMatches<ReturnType<typeof presentAuthMethods>, typeof AuthMethods>,
@@ -97,6 +115,7 @@ const checks: [
   PresenterMatches<ReturnType<typeof presentSettings>, typeof Settings>,
   PresenterMatches<ReturnType<typeof presentSession>, typeof SessionItem>,
   PresenterMatches<ReturnType<typeof presentApiKey>, typeof ApiKeyItem>,
-] = [true, true, true, true, true, true];
+  PresenterMatches<ReturnType<typeof presentProviders>, typeof AuthProviders>,
+] = [true, true, true, true, true, true, true];
 void checks;
 void presentLoginUser;

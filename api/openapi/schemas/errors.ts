@@ -1,6 +1,7 @@
 /**
  * Error bodies as api/presenters/errors.ts writes them, in each dialect: ours (`{detail, code}`,
- * with `errors` on 422, `retry_after` on 429, `price`/`available` on 402, `error_id` on 500),
+ * with `errors` on 422, `retry_after` on 429, `price`/`available` on 402, `error_id` on 500,
+ * `reason` on a 409 of /auth/link),
  * OpenAI's under /v1 and Anthropic's on /v1/messages. The codes are the catalogue's
  * (shared/errors/index.ts); the document narrows `code` to the ones each route and status answer.
  */
@@ -21,6 +22,10 @@ export function errorBody(codes: readonly ErrorCode[] = ERROR_CODES) {
     price: z.number().int().optional().meta({ description: 'On 402: what the request costs' }),
     available: z.number().int().optional().meta({ description: 'On 402: the tokens that are free to spend' }),
     error_id: z.string().optional().meta({ description: 'On 500: the id to quote (the X-Request-Id of the request)' }),
+    reason: z
+      .enum(['already_linked', 'telegram_account_in_use'])
+      .optional()
+      .meta({ description: 'On 409 identity_conflict from /auth/link: this account has a Telegram account already, or the Telegram account has generations or bonus tokens (not merged)' }),
   });
 }
 

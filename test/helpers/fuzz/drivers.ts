@@ -916,6 +916,7 @@ export const DRIVERS: DriverTable = {
     anonymousWeight: 10,
     body: jsonBody(fc.record({ email: emailArb, password: passwordArb })),
   }),
+  'GET /api/v2/auth/providers': () => ({ callers: main, runs: 20, anonymousWeight: 10 }),
   'POST /api/v2/auth/messenger': () => ({
     callers: main,
     runs: 60,
@@ -946,7 +947,8 @@ export const DRIVERS: DriverTable = {
         fc.record({
           code: fc.oneof(fc.constantFrom('$OIDC_CODE', '$OIDC_CODE', 'used-or-unknown', ''), printable(50)),
           redirect_uri: fc.constantFrom('https://app.example.test/auth/callback', 'not a url', 'javascript:alert(1)', `https://app.example.test/${'x'.repeat(2_100)}`),
-        }),
+          code_verifier: fc.constantFrom('v'.repeat(43), 'short', 'x'.repeat(129), 'has space'.padEnd(50, 'x'), ''),
+        }, { requiredKeys: ['code', 'redirect_uri'] }),
       ),
     ),
   }),

@@ -2,6 +2,7 @@
 import type { ComponentChildren, JSX } from 'preact';
 import { useEffect, useRef } from 'preact/hooks';
 import { explain } from '../errors';
+import type { ErrorContext } from '../errors';
 import { useI18n } from '../i18n';
 import { Link } from '../router';
 
@@ -26,7 +27,7 @@ export function PageTitle({ children }: { children: string }): JSX.Element {
 }
 
 /** A refusal of the API, explained, with the link that fixes it. */
-export function ErrorNotice({ error, context }: { error: unknown; context?: 'account' | 'auth' | 'checkout' }): JSX.Element | null {
+export function ErrorNotice({ error, context }: { error: unknown; context?: ErrorContext }): JSX.Element | null {
   const i18n = useI18n();
   if (error === null || error === undefined) return null;
   const { message, action } = explain(error, i18n, context);

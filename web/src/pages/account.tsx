@@ -1,10 +1,11 @@
-/** Account: the name, changing the password (other devices are signed out), deleting the account. */
+/** Account: the name, changing the password, linking Telegram (other devices are signed out), deleting the account. */
 import type { JSX } from 'preact';
 import { useState } from 'preact/hooks';
 import { useAccount } from '../account';
 import { call, del, patch } from '../api';
 import { ConfirmDialog, ErrorNotice, Notice, PageTitle } from '../components/ui';
 import { useI18n } from '../i18n';
+import { LinkTelegram } from './link-telegram';
 
 export function AccountPage(): JSX.Element {
   const { t } = useI18n();
@@ -83,6 +84,7 @@ export function AccountPage(): JSX.Element {
           </button>
         </form>
       ) : null}
+      <LinkTelegram />
       <div class="stack danger-zone">
         <h2>{t('account.delete')}</h2>
         <p>{t('account.deleteIntro')}</p>

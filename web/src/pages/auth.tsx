@@ -5,6 +5,7 @@ import { publicCall, signIn } from '../api';
 import { ErrorNotice, Notice, PageTitle } from '../components/ui';
 import { useI18n } from '../i18n';
 import { Link, useLocation } from '../router';
+import { OtherWaysIn } from './sign-in-with';
 
 type Submit = (event: JSX.TargetedEvent<HTMLFormElement>) => void;
 
@@ -49,6 +50,7 @@ export function SignIn({ onSignedIn }: { onSignedIn: () => Promise<void> }): JSX
           {t('auth.signIn')}
         </button>
       </form>
+      <OtherWaysIn />
       <p>
         <Link href="/forgot-password">{t('auth.forgot')}</Link>
       </p>
@@ -90,6 +92,7 @@ export function Register({ onSignedIn }: { onSignedIn: () => Promise<void> }): J
           {t('auth.register')}
         </button>
       </form>
+      <OtherWaysIn />
       <p>
         {t('auth.haveAccount')} <Link href="/sign-in">{t('auth.signIn')}</Link>
       </p>
