@@ -11,6 +11,9 @@ import { cspViolations, horizontalOverflow, screenshot, seriousAxeViolations, us
 import './helpers/locator-matchers';
 import { TestUser, userOnPlan } from './helpers/users';
 
+/** axe on every page at two sizes: over a minute on a loaded 2-core machine. */
+const AXE_SWEEP_TIMEOUT_MS = 240_000;
+
 const CATALOG_PATH = path.join(__dirname, 'fixtures/catalog.json');
 const PHONE = { width: 390, height: 844 };
 
@@ -110,7 +113,7 @@ describe('the dashboard for everyone', () => {
       expect(await cspViolations(page)).toEqual([]);
     }
     expect(findings).toEqual({});
-  });
+  }, AXE_SWEEP_TIMEOUT_MS);
 
   it('works by keyboard alone: sign in, go to the playground, generate', async () => {
     const page = await freshPage();
