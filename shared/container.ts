@@ -119,10 +119,11 @@ export interface ContainerOptions {
 }
 
 /** The provider adapters this deployment has: the built-in local one first, then each configured upstream. */
-function configuredProviders(config: Config, fetchImpl: typeof fetch, predictionSignals: PredictionSignals, log: Logger): ProviderAdapter[] {
+function configuredProviders(config: Config, fetchImpl: typeof fetch, injectedFetch: typeof fetch | undefined, predictionSignals: PredictionSignals, log: Logger): ProviderAdapter[] {
   const adapters = [createLocalProvider({ whisperModelPath: config.whisperModelPath })];
   const openai = config.providers.openai;
-  if (openai) adapters.push(createOpenAIProvider({ ...openai, fetch: fetchImpl }));
+  // Its own pooled client unless a fetch was injected: this adapter is the hot path of chat.
+  if (openai) adapters.push(createOpenAIProvider({ ...openai, fetch: injectedFetch }));
   if (config.providers.elevenlabs) adapters.push(createElevenLabsProvider({ ...config.providers.elevenlabs, fetch: fetchImpl }));
   if (config.providers.deepgram) adapters.push(createDeepgramProvider({ ...config.providers.deepgram, fetch: fetchImpl }));
   const replicateWebhook = config.replicateWebhook ? { url: `${config.publicBaseUrl}/api/v2/providers/replicate/webhook`, signals: predictionSignals } : undefined;
@@ -169,7 +170,7 @@ export async function buildContainer(config: Config, options: ContainerOptions):
     prefix: config.redisPrefix,
     onError: (error) => log.warn({ err: error.message }, 'prediction signals: redis error'),
   });
-  const providers = new ProviderRegistry([...configuredProviders(config, fetchImpl, predictionSignals, log), ...(options.providers ?? [])]);
+  const providers = new ProviderRegistry([...configuredProviders(config, fetchImpl, options.fetch, predictionSignals, log), ...(options.providers ?? [])]);
   const catalog = new Catalog(loadCatalogFile(config.productFiles.catalog), plans, (name, category, upstreamModel) =>
     providers.canServe(name, category, upstreamModel),
   );
