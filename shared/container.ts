@@ -4,6 +4,7 @@
  */
 import type { DataSource } from 'typeorm';
 import { AccessTokens, resolveJwtSecret } from './auth/access-tokens';
+import { AccountChanges } from './auth/account-changes';
 import { ApiKeys } from './auth/api-keys';
 import { IdentityProviderLogin } from './auth/identity-provider';
 import { MessengerLogin } from './auth/messenger-login';
@@ -155,12 +156,19 @@ export async function buildContainer(config: Config, options: ContainerOptions):
 
   const accessTokens = new AccessTokens(resolveJwtSecret(config.jwtSecret, config.dataDir), clock);
   const billing = new Billing(db);
-  const users = new Users(db, billing, plans, clock);
+  const redisForChanges = config.redisUrl;
+  const accountChanges = new AccountChanges({
+    connect: redisForChanges ? () => createRedis(redisForChanges) : undefined,
+    publisher: redis,
+    prefix: config.redisPrefix,
+    onError: (error) => log.warn({ err: error.message }, 'account changes: redis error'),
+  });
+  const users = new Users(db, billing, plans, clock, accountChanges);
   const sessions = new Sessions(db, clock);
   const passwords = new PasswordAccounts(db, users, sessions, mailer, clock, config.publicBaseUrl, log);
   const messenger = new MessengerLogin(db, users, sessions, clock, config.telegram.botToken);
   const identityProvider = new IdentityProviderLogin(config.oidc, db, users, sessions, clock, fetchImpl, log);
-  const apiKeys = new ApiKeys(db, clock);
+  const apiKeys = new ApiKeys(db, clock, accountChanges);
   const generationLimiter = new GenerationLimiter(redis, config.redisPrefix);
   const authLimiter = new AuthLimiter(redis, config.redisPrefix, config.authLimits);
 
@@ -267,6 +275,7 @@ export async function buildContainer(config: Config, options: ContainerOptions):
       await queue.close();
       await providers.close();
       await predictionSignals.close();
+      await accountChanges.close();
       mailer.close();
       if (redis) await redis.quit().catch(() => redis.disconnect());
       if (!options.dataSource) await db.close();

@@ -18,6 +18,8 @@ export function parseDbDate(value: string | Date): Date {
 export class Database {
   readonly dialect: Dialect;
   private writeQueue: Promise<unknown> = Promise.resolve();
+  /** What `afterCommit` asked for, by the transaction's manager (a retried attempt's are dropped with it). */
+  private readonly committedEffects = new WeakMap<EntityManager, Array<() => void>>();
   /** Plain SQL on the same connection / pool (raw.ts): set for the dialect in use, null otherwise. */
   readonly sqlite: SqliteRaw | null;
   readonly mysql: MysqlRaw | null;
@@ -64,12 +66,32 @@ export class Database {
   }
 
   transaction<T>(work: (em: EntityManager) => Promise<T>): Promise<T> {
+    let lastAttempt: EntityManager | undefined;
+    const attempt = (em: EntityManager): Promise<T> => {
+      lastAttempt = em;
+      return work(em);
+    };
+    const committed = (result: T): T => {
+      const effects = lastAttempt ? this.committedEffects.get(lastAttempt) : undefined;
+      for (const effect of effects ?? []) effect();
+      return result;
+    };
     // MySQL may pick a transaction as a deadlock victim; the whole of it is rolled back and retried.
-    if (this.dialect === 'mysql') return retryLockConflicts(() => this.source.transaction(work));
-    const run = this.writeQueue.then(() => this.source.transaction(work));
+    if (this.dialect === 'mysql') return retryLockConflicts(() => this.source.transaction(attempt)).then(committed);
+    const run = this.writeQueue.then(() => this.source.transaction(attempt));
     // The queue continues whether this transaction commits or fails.
     this.writeQueue = run.catch(() => undefined);
-    return run;
+    return run.then(committed);
+  }
+
+  /**
+   * Runs `effect` once the transaction `em` belongs to (one of `transaction`'s) has committed,
+   * never if it rolls back: what others must hear of a change (account-changes) waits for it.
+   */
+  afterCommit(em: EntityManager, effect: () => void): void {
+    const effects = this.committedEffects.get(em);
+    if (effects) effects.push(effect);
+    else this.committedEffects.set(em, [effect]);
   }
 
   /**
