@@ -89,6 +89,8 @@ export interface Container {
   links: AccountLinks;
   /** Wakes a polling provider adapter when its prediction's webhook arrives (any process). */
   predictionSignals: PredictionSignals;
+  /** "This account's credentials changed", heard by every process (the API-key cache listens). */
+  accountChanges: AccountChanges;
   /** The bot's state (chats, dialogs, preferences): Redis when configured, else a table. */
   botState: KeyValueStore;
   chats: ChatStates;
@@ -265,6 +267,7 @@ export async function buildContainer(config: Config, options: ContainerOptions):
     maintenance,
     links: new AccountLinks(db, clock),
     predictionSignals,
+    accountChanges,
     botState,
     chats: new ChatStates(botState),
     botDeliveries,

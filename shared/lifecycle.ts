@@ -1,8 +1,14 @@
 /**
  * Process lifecycle for every entry point: load the config (a clear message and exit 1 when it
  * is wrong), start, and on SIGTERM/SIGINT close what was started in reverse order within 25 s.
+ *
+ * With `workers` (the `web` role's WEB_CONCURRENCY), a process asked for more than one becomes
+ * the primary of that many forked workers (node:cluster: they share the listening port, the
+ * primary hands out connections) and starts nothing itself: see cluster.ts.
  */
+import cluster from 'node:cluster';
 import { Config, ConfigError, loadConfig } from './config';
+import { runPrimary } from './cluster';
 import { createLogger, Logger } from './log';
 
 export const SHUTDOWN_BUDGET_MS = 25_000;
@@ -16,6 +22,7 @@ export async function runProcess(
   role: string,
   env: Record<string, string | undefined>,
   start: (config: Config, log: Logger) => Promise<Stoppable[]>,
+  options: { workers?: (config: Config) => number } = {},
 ): Promise<void> {
   let config: Config;
   try {
@@ -27,7 +34,12 @@ export async function runProcess(
     }
     throw error;
   }
-  const log = createLogger(config.logLevel).child({ role });
+  const workers = options.workers?.(config) ?? 1;
+  if (cluster.isPrimary && workers > 1) {
+    runPrimary(role, workers, createLogger(config.logLevel).child({ role, primary: true }));
+    return;
+  }
+  const log = createLogger(config.logLevel).child(cluster.isWorker ? { role, worker: cluster.worker?.id } : { role });
   let started: Stoppable[];
   try {
     started = await start(config, log);
