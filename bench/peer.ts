@@ -7,9 +7,11 @@
  * alternate BENCH_ROUNDS times; each figure is printed with its spread and the ratio.
  *
  * Measured: billed sync req/s and p99 (plain and streamed, with time to first byte); the
- * embedded default always, and MySQL + Redis in the Procfile's shape (web + worker processes)
+ * embedded default always, and MySQL + Redis in the Procfile's shape (web + worker processes;
+ * the web role forks BENCH_WEB_CONCURRENCY workers, default WEB_CONCURRENCY's own: one per CPU)
  * when BENCH_DATABASE_URL / BENCH_REDIS_URL (or the TEST_ ones) are set; 1,000 concurrent streams
  * held by one web process (its RSS, and every one billed); idle RSS and cold start of `npm start`.
+ * The machine's load average is printed at the start and the end: the machine may be shared.
  *
  *   npm run bench:peer
  *   BENCH_SECONDS=10 BENCH_ROUNDS=3 BENCH_CONNECTIONS=20 npm run bench:peer
@@ -218,7 +220,10 @@ async function coldStart(upstream: string): Promise<void> {
   }
 }
 
+const loadAverage = (): string => os.loadavg().map((n) => n.toFixed(2)).join(' ');
+
 async function main(): Promise<void> {
+  console.log(`load average at the start (1, 5, 15 min): ${loadAverage()} on ${os.availableParallelism()} CPUs`);
   const upstream = spawnRole('mock upstream', path.join(repoRoot, 'bench', 'mock-upstream.ts'), {}, [], { typescript: true });
   const upstreamPort = Number((await upstream.line(/mock-upstream (\d+)/))[1]);
   const upstreamUrl = `http://127.0.0.1:${upstreamPort}`;
@@ -256,13 +261,14 @@ async function main(): Promise<void> {
       const splitEnv = { ...common, DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, REDIS_KEY_PREFIX: `bench-${crypto.randomBytes(3).toString('hex')}`, JWT_SECRET: crypto.randomBytes(32).toString('hex'), DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'gensvc-bench-split-')) };
       try {
         if ((await spawnRole('release', distEntry('cli/migrate.js'), splitEnv).exited) !== 0) throw new Error('release failed');
-        const web = spawnRole('web', distEntry('api/main.js'), { ...splitEnv, PORT: String(webPort) });
+        const webConcurrency = process.env.BENCH_WEB_CONCURRENCY;
+        const web = spawnRole('web', distEntry('api/main.js'), { ...splitEnv, PORT: String(webPort), ...(webConcurrency ? { WEB_CONCURRENCY: webConcurrency } : {}) });
         const worker = spawnRole('worker', distEntry('worker/main.js'), splitEnv);
         stopping.push(web, worker);
         await waitForHttp(`http://127.0.0.1:${webPort}/health`, 60_000);
         const webUrl = `http://127.0.0.1:${webPort}`;
         const split: Target = { name: 'gensvc', url: webUrl, headers: { authorization: `Bearer ${await eliteKey(webUrl, splitEnv)}` }, model: 'chat-fast' };
-        await comparePipelines('MySQL + Redis (web + worker processes)', peer, split);
+        await comparePipelines(`MySQL + Redis (web ×${webConcurrency ?? os.availableParallelism()} + worker processes)`, peer, split);
         await Promise.all([web.stop(), worker.stop()]);
       } finally {
         await dropMysqlDatabase(databaseUrl);
@@ -288,6 +294,7 @@ async function main(): Promise<void> {
     fs.rmSync(streamDir, { recursive: true, force: true });
 
     await coldStart(upstreamUrl);
+    console.log(`\nload average at the end (1, 5, 15 min): ${loadAverage()}`);
   } finally {
     await Promise.all(stopping.map((p) => p.stop()));
   }
