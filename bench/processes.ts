@@ -6,9 +6,9 @@ import path from 'node:path';
 
 const repoRoot = path.join(__dirname, '..');
 
-/** A built entry point (`npm run build` writes dist/). */
+/** A built entry point (`npm run build` writes dist/; BENCH_DIST points at another build, an earlier commit's, to compare). */
 export function distEntry(relative: string): string {
-  return path.join(repoRoot, 'dist', relative);
+  return path.join(process.env.BENCH_DIST ?? path.join(repoRoot, 'dist'), relative);
 }
 
 export interface RoleProcess {

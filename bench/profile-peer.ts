@@ -4,16 +4,14 @@
  * on one embedded gensvc run under `node --cpu-prof`, then a summary of where its CPU went: self
  * time by function and by area (our code, each dependency, node internals, GC, idle). Needs
  * `npm run build`. PROFILE_SECONDS (12), BENCH_CONNECTIONS (20); PROFILE_DIR keeps the profile;
- * PROFILE_DIST profiles another build (an earlier commit's dist/, to compare).
+ * BENCH_DIST profiles another build (an earlier commit's dist/, to compare).
  */
 import autocannon from 'autocannon';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { distEntry as ourDist, freePort, spawnRole, waitForHttp } from './processes';
-
-const distEntry = (relative: string): string => (process.env.PROFILE_DIST ? path.join(process.env.PROFILE_DIST, relative) : ourDist(relative));
+import { distEntry, freePort, spawnRole, waitForHttp } from './processes';
 
 const seconds = Number(process.env.PROFILE_SECONDS ?? 12);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 20);
