@@ -36,6 +36,8 @@ const parts = new Set((process.env.BENCH_PARTS ?? 'embedded,mysql,streamed,strea
 const body = { model: 'chat-fast', messages: [{ role: 'user', content: 'Say hello' }] };
 
 interface Figures {
+  /** Answers received (2xx or not). */
+  answered: number;
   rps: number;
   p50: number;
   p99: number;
@@ -60,7 +62,7 @@ async function plainLoad(target: Target, extra: object = {}): Promise<Figures> {
     duration: seconds,
     workers: 1,
   });
-  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors: result.non2xx + result.errors + result.timeouts };
+  return { answered: result.requests.total, rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors: result.non2xx + result.errors + result.timeouts };
 }
 
 interface StreamFigures extends Figures {
@@ -110,7 +112,7 @@ async function streamLoad(target: Target): Promise<StreamFigures> {
     }
   };
   await Promise.all(Array.from({ length: connections }, loop));
-  return { rps: total.length / seconds, p50: percentile(total, 50), p99: percentile(total, 99), errors, ttfbP50: percentile(ttfb, 50), ttfbP99: percentile(ttfb, 99) };
+  return { answered: total.length + errors, rps: total.length / seconds, p50: percentile(total, 50), p99: percentile(total, 99), errors, ttfbP50: percentile(ttfb, 50), ttfbP99: percentile(ttfb, 99) };
 }
 
 function spread(values: number[]): string {
@@ -167,6 +169,7 @@ async function comparePipelines(label: string, peer: Target, ours: Target): Prom
   await plainLoad({ ...peer }).catch(() => undefined);
   await plainLoad({ ...ours }).catch(() => undefined);
   const plain: { peer: Figures[]; ours: Figures[] } = { peer: [], ours: [] };
+  const billedBefore = await transactions(ours);
   const streams: { peer: StreamFigures[]; ours: StreamFigures[] } = { peer: [], ours: [] };
   for (let round = 0; round < rounds; round++) {
     plain.peer.push(await plainLoad(peer));
@@ -177,6 +180,10 @@ async function comparePipelines(label: string, peer: Target, ours: Target): Prom
   }
   report(`${label}: billed chat completion, ${connections} connections, ${seconds} s × ${rounds} rounds`, plain.peer, plain.ours);
   if (parts.has('streamed')) reportStreams(`${label}: the same, streamed`, streams.peer, streams.ours);
+  // Every answered request of ours is a billed generation: one ledger row each.
+  const billed = (await transactions(ours)) - billedBefore;
+  const answered = [...plain.ours, ...streams.ours].reduce((n, f) => n + f.answered, 0);
+  console.log(`  gensvc billed ${billed} generations (ledger rows) for ${answered} requests answered${billed === answered ? '' : ' (MISMATCH: a stream cut by the client is billed or not by where it stopped)'}`);
 }
 
 /** 1,000 streams open at once through one web process: its RSS while they are held, and every one billed. */
