@@ -7,12 +7,18 @@
  * alternate BENCH_ROUNDS times; each figure is printed with its spread and the ratio.
  *
  * Measured: billed sync req/s and p99 (plain and streamed, with time to first byte); the
- * embedded default always, and MySQL + Redis in the Procfile's shape (web + worker processes)
+ * embedded default always, and MySQL + Redis in the Procfile's shape (web + worker processes;
+ * the web role forks BENCH_WEB_CONCURRENCY workers, default WEB_CONCURRENCY's own: one per CPU)
  * when BENCH_DATABASE_URL / BENCH_REDIS_URL (or the TEST_ ones) are set; 1,000 concurrent streams
  * held by one web process (its RSS, and every one billed); idle RSS and cold start of `npm start`.
+ * The machine's load average is printed at the start and the end: the machine may be shared.
  *
  *   npm run bench:peer
  *   BENCH_SECONDS=10 BENCH_ROUNDS=3 BENCH_CONNECTIONS=20 npm run bench:peer
+ *   BENCH_PARTS=mysql BENCH_WEB_CONCURRENCY=1,2 npm run bench:peer   (only MySQL + Redis, web ×1 then ×2)
+ *
+ * BENCH_PARTS (default all): embedded, mysql, streamed (the streamed comparisons), streams (the
+ * 1,000 held streams), cold (npm start's cold start and idle RSS).
  */
 import autocannon from 'autocannon';
 import crypto from 'node:crypto';
@@ -26,9 +32,12 @@ const seconds = Number(process.env.BENCH_SECONDS ?? 10);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 20);
 const repoRoot = path.join(__dirname, '..');
+const parts = new Set((process.env.BENCH_PARTS ?? 'embedded,mysql,streamed,streams,cold').split(',').map((p) => p.trim()));
 const body = { model: 'chat-fast', messages: [{ role: 'user', content: 'Say hello' }] };
 
 interface Figures {
+  /** Answers received (2xx or not). */
+  answered: number;
   rps: number;
   p50: number;
   p99: number;
@@ -53,7 +62,7 @@ async function plainLoad(target: Target, extra: object = {}): Promise<Figures> {
     duration: seconds,
     workers: 1,
   });
-  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors: result.non2xx + result.errors + result.timeouts };
+  return { answered: result.requests.total, rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors: result.non2xx + result.errors + result.timeouts };
 }
 
 interface StreamFigures extends Figures {
@@ -103,7 +112,7 @@ async function streamLoad(target: Target): Promise<StreamFigures> {
     }
   };
   await Promise.all(Array.from({ length: connections }, loop));
-  return { rps: total.length / seconds, p50: percentile(total, 50), p99: percentile(total, 99), errors, ttfbP50: percentile(ttfb, 50), ttfbP99: percentile(ttfb, 99) };
+  return { answered: total.length + errors, rps: total.length / seconds, p50: percentile(total, 50), p99: percentile(total, 99), errors, ttfbP50: percentile(ttfb, 50), ttfbP99: percentile(ttfb, 99) };
 }
 
 function spread(values: number[]): string {
@@ -160,15 +169,26 @@ async function comparePipelines(label: string, peer: Target, ours: Target): Prom
   await plainLoad({ ...peer }).catch(() => undefined);
   await plainLoad({ ...ours }).catch(() => undefined);
   const plain: { peer: Figures[]; ours: Figures[] } = { peer: [], ours: [] };
+  const billedBefore = await transactions(ours);
   const streams: { peer: StreamFigures[]; ours: StreamFigures[] } = { peer: [], ours: [] };
   for (let round = 0; round < rounds; round++) {
     plain.peer.push(await plainLoad(peer));
     plain.ours.push(await plainLoad(ours));
+    if (!parts.has('streamed')) continue;
     streams.peer.push(await streamLoad(peer));
     streams.ours.push(await streamLoad(ours));
   }
   report(`${label}: billed chat completion, ${connections} connections, ${seconds} s × ${rounds} rounds`, plain.peer, plain.ours);
-  reportStreams(`${label}: the same, streamed`, streams.peer, streams.ours);
+  if (parts.has('streamed')) reportStreams(`${label}: the same, streamed`, streams.peer, streams.ours);
+  // Every answered request of ours is a billed generation: one ledger row each.
+  const billed = (await transactions(ours)) - billedBefore;
+  const answered = [...plain.ours, ...streams.ours].reduce((n, f) => n + f.answered, 0);
+  // autocannon ends each round (and the warm-up, whose last requests are billed after the count
+  // began) with up to `connections` requests in flight: ours finish and bill them, it does not
+  // count them. Fewer rows than answers would be a bug.
+  const inFlight = connections * (rounds + 1);
+  const verdict = billed < answered ? 'FEWER THAN ANSWERED: a bug' : billed - answered <= inFlight ? `the difference is within the ${inFlight} left in flight at the ends of the rounds` : `MORE than the ${inFlight} left in flight: look`;
+  console.log(`  gensvc billed ${billed} generations (ledger rows) for ${answered} requests answered: ${verdict}`);
 }
 
 /** 1,000 streams open at once through one web process: its RSS while they are held, and every one billed. */
@@ -218,7 +238,10 @@ async function coldStart(upstream: string): Promise<void> {
   }
 }
 
+const loadAverage = (): string => os.loadavg().map((n) => n.toFixed(2)).join(' ');
+
 async function main(): Promise<void> {
+  console.log(`load average at the start (1, 5, 15 min): ${loadAverage()} on ${os.availableParallelism()} CPUs`);
   const upstream = spawnRole('mock upstream', path.join(repoRoot, 'bench', 'mock-upstream.ts'), {}, [], { typescript: true });
   const upstreamPort = Number((await upstream.line(/mock-upstream (\d+)/))[1]);
   const upstreamUrl = `http://127.0.0.1:${upstreamPort}`;
@@ -236,61 +259,79 @@ async function main(): Promise<void> {
     const common = { OPENAI_BASE_URL: `${upstreamUrl}/v1`, OPENAI_API_KEY: 'sk-bench', OPENAI_MAX_CONCURRENCY: '2000', LOG_LEVEL: 'warn' };
 
     // The embedded default: every role in one process.
-    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'gensvc-bench-peer-'));
-    const port = await freePort();
-    const embeddedEnv = { ...common, DATA_DIR: dataDir, PORT: String(port) };
-    const embedded = spawnRole('gensvc embedded', distEntry('main.js'), embeddedEnv);
-    stopping.push(embedded);
-    await waitForHttp(`http://127.0.0.1:${port}/health`, 60_000);
-    const url = `http://127.0.0.1:${port}`;
-    const ours: Target = { name: 'gensvc', url, headers: { authorization: `Bearer ${await eliteKey(url, embeddedEnv)}` }, model: 'chat-fast' };
-    await comparePipelines('embedded default', peer, ours);
-    await embedded.stop();
-    fs.rmSync(dataDir, { recursive: true, force: true });
+    if (parts.has('embedded')) await embeddedComparison(peer, common, stopping);
 
     const databaseServer = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL;
     const redisUrl = process.env.BENCH_REDIS_URL ?? process.env.TEST_REDIS_URL;
-    if (databaseServer && redisUrl) {
-      const databaseUrl = await createMysqlDatabase(databaseServer, 'gensvc_bench');
-      const webPort = await freePort();
-      const splitEnv = { ...common, DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, REDIS_KEY_PREFIX: `bench-${crypto.randomBytes(3).toString('hex')}`, JWT_SECRET: crypto.randomBytes(32).toString('hex'), DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'gensvc-bench-split-')) };
-      try {
-        if ((await spawnRole('release', distEntry('cli/migrate.js'), splitEnv).exited) !== 0) throw new Error('release failed');
-        const web = spawnRole('web', distEntry('api/main.js'), { ...splitEnv, PORT: String(webPort) });
-        const worker = spawnRole('worker', distEntry('worker/main.js'), splitEnv);
-        stopping.push(web, worker);
-        await waitForHttp(`http://127.0.0.1:${webPort}/health`, 60_000);
-        const webUrl = `http://127.0.0.1:${webPort}`;
-        const split: Target = { name: 'gensvc', url: webUrl, headers: { authorization: `Bearer ${await eliteKey(webUrl, splitEnv)}` }, model: 'chat-fast' };
-        await comparePipelines('MySQL + Redis (web + worker processes)', peer, split);
-        await Promise.all([web.stop(), worker.stop()]);
-      } finally {
-        await dropMysqlDatabase(databaseUrl);
+    if (parts.has('mysql') && databaseServer && redisUrl) {
+      // Each web process's worker count in turn (BENCH_WEB_CONCURRENCY=1,2), else WEB_CONCURRENCY's default.
+      for (const webConcurrency of (process.env.BENCH_WEB_CONCURRENCY ?? '').split(',').map((v) => v.trim())) {
+        await mysqlComparison(peer, common, databaseServer, redisUrl, webConcurrency || undefined, stopping);
       }
-    } else {
+    } else if (parts.has('mysql')) {
       console.log('\n(set BENCH_DATABASE_URL and BENCH_REDIS_URL, or the TEST_ ones, to measure MySQL + Redis too)');
     }
-
-    // 1,000 streams held open: the upstream spaces its chunks so they are all open at once.
-    const slow = spawnRole('slow mock upstream', path.join(repoRoot, 'bench', 'mock-upstream.ts'), { MOCK_CHUNK_DELAY_MS: '1500' }, [], { typescript: true });
-    stopping.push(slow);
-    const slowUrl = `http://127.0.0.1:${Number((await slow.line(/mock-upstream (\d+)/))[1])}`;
-    const streamDir = fs.mkdtempSync(path.join(os.tmpdir(), 'gensvc-bench-streams-'));
-    const streamPort = await freePort();
-    const streamEnv = { ...common, OPENAI_BASE_URL: `${slowUrl}/v1`, DATA_DIR: streamDir, PORT: String(streamPort) };
-    process.env.MOCK_CHUNK_DELAY_MS = '1500';
-    const streamer = spawnRole('gensvc embedded (streams)', distEntry('main.js'), streamEnv);
-    stopping.push(streamer);
-    await waitForHttp(`http://127.0.0.1:${streamPort}/health`, 60_000);
-    const streamUrl = `http://127.0.0.1:${streamPort}`;
-    await thousandStreams({ name: 'gensvc', url: streamUrl, headers: { authorization: `Bearer ${await eliteKey(streamUrl, streamEnv)}` }, model: 'chat-fast' }, streamer, streamEnv);
-    await streamer.stop();
-    fs.rmSync(streamDir, { recursive: true, force: true });
-
-    await coldStart(upstreamUrl);
+    if (parts.has('streams')) await heldStreams(common, stopping);
+    if (parts.has('cold')) await coldStart(upstreamUrl);
+    console.log(`\nload average at the end (1, 5, 15 min): ${loadAverage()}`);
   } finally {
     await Promise.all(stopping.map((p) => p.stop()));
   }
+}
+
+type Common = Record<string, string>;
+
+async function embeddedComparison(peer: Target, common: Common, stopping: RoleProcess[]): Promise<void> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'gensvc-bench-peer-'));
+  const port = await freePort();
+  const embeddedEnv = { ...common, DATA_DIR: dataDir, PORT: String(port) };
+  const embedded = spawnRole('gensvc embedded', distEntry('main.js'), embeddedEnv);
+  stopping.push(embedded);
+  await waitForHttp(`http://127.0.0.1:${port}/health`, 60_000);
+  const url = `http://127.0.0.1:${port}`;
+  const ours: Target = { name: 'gensvc', url, headers: { authorization: `Bearer ${await eliteKey(url, embeddedEnv)}` }, model: 'chat-fast' };
+  await comparePipelines('embedded default', peer, ours);
+  await embedded.stop();
+  fs.rmSync(dataDir, { recursive: true, force: true });
+}
+
+/** The Procfile's shape: release, then a web process (of `webConcurrency` workers) and a worker process. */
+async function mysqlComparison(peer: Target, common: Common, databaseServer: string, redisUrl: string, webConcurrency: string | undefined, stopping: RoleProcess[]): Promise<void> {
+  const databaseUrl = await createMysqlDatabase(databaseServer, 'gensvc_bench');
+  const webPort = await freePort();
+  const splitEnv = { ...common, DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, REDIS_KEY_PREFIX: `bench-${crypto.randomBytes(3).toString('hex')}`, JWT_SECRET: crypto.randomBytes(32).toString('hex'), DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'gensvc-bench-split-')) };
+  try {
+    if ((await spawnRole('release', distEntry('cli/migrate.js'), splitEnv).exited) !== 0) throw new Error('release failed');
+    const web = spawnRole('web', distEntry('api/main.js'), { ...splitEnv, PORT: String(webPort), ...(webConcurrency ? { WEB_CONCURRENCY: webConcurrency } : {}) });
+    const worker = spawnRole('worker', distEntry('worker/main.js'), splitEnv);
+    stopping.push(web, worker);
+    await waitForHttp(`http://127.0.0.1:${webPort}/health`, 60_000);
+    const webUrl = `http://127.0.0.1:${webPort}`;
+    const split: Target = { name: 'gensvc', url: webUrl, headers: { authorization: `Bearer ${await eliteKey(webUrl, splitEnv)}` }, model: 'chat-fast' };
+    await comparePipelines(`MySQL + Redis (web ×${webConcurrency ?? os.availableParallelism()} + worker processes)`, peer, split);
+    await Promise.all([web.stop(), worker.stop()]);
+  } finally {
+    await dropMysqlDatabase(databaseUrl);
+  }
+}
+
+/** 1,000 streams held open: the upstream spaces its chunks so they are all open at once. */
+async function heldStreams(common: Common, stopping: RoleProcess[]): Promise<void> {
+  const slow = spawnRole('slow mock upstream', path.join(repoRoot, 'bench', 'mock-upstream.ts'), { MOCK_CHUNK_DELAY_MS: '1500' }, [], { typescript: true });
+  stopping.push(slow);
+  const slowUrl = `http://127.0.0.1:${Number((await slow.line(/mock-upstream (\d+)/))[1])}`;
+  const streamDir = fs.mkdtempSync(path.join(os.tmpdir(), 'gensvc-bench-streams-'));
+  const streamPort = await freePort();
+  const streamEnv = { ...common, OPENAI_BASE_URL: `${slowUrl}/v1`, DATA_DIR: streamDir, PORT: String(streamPort) };
+  process.env.MOCK_CHUNK_DELAY_MS = '1500';
+  const streamer = spawnRole('gensvc embedded (streams)', distEntry('main.js'), streamEnv);
+  stopping.push(streamer);
+  await waitForHttp(`http://127.0.0.1:${streamPort}/health`, 60_000);
+  const streamUrl = `http://127.0.0.1:${streamPort}`;
+  await thousandStreams({ name: 'gensvc', url: streamUrl, headers: { authorization: `Bearer ${await eliteKey(streamUrl, streamEnv)}` }, model: 'chat-fast' }, streamer, streamEnv);
+  await streamer.stop();
+  await slow.stop();
+  fs.rmSync(streamDir, { recursive: true, force: true });
 }
 
 main().then(

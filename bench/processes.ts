@@ -6,9 +6,9 @@ import path from 'node:path';
 
 const repoRoot = path.join(__dirname, '..');
 
-/** A built entry point (`npm run build` writes dist/). */
+/** A built entry point (`npm run build` writes dist/; BENCH_DIST points at another build, an earlier commit's, to compare). */
 export function distEntry(relative: string): string {
-  return path.join(repoRoot, 'dist', relative);
+  return path.join(process.env.BENCH_DIST ?? path.join(repoRoot, 'dist'), relative);
 }
 
 export interface RoleProcess {
@@ -20,8 +20,8 @@ export interface RoleProcess {
 }
 
 /** Starts `script` with node (and swc for TypeScript) with only `env` beside PATH and HOME. */
-export function spawnRole(name: string, script: string, env: Record<string, string>, args: string[] = [], options: { typescript?: boolean } = {}): RoleProcess {
-  const nodeArgs = options.typescript ? ['-r', '@swc-node/register', script, ...args] : [script, ...args];
+export function spawnRole(name: string, script: string, env: Record<string, string>, args: string[] = [], options: { typescript?: boolean; nodeArgs?: string[] } = {}): RoleProcess {
+  const nodeArgs = [...(options.nodeArgs ?? []), ...(options.typescript ? ['-r', '@swc-node/register'] : []), script, ...args];
   const child: ChildProcess = spawn(process.execPath, nodeArgs, {
     cwd: repoRoot,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },

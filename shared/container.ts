@@ -4,6 +4,7 @@
  */
 import type { DataSource } from 'typeorm';
 import { AccessTokens, resolveJwtSecret } from './auth/access-tokens';
+import { AccountChanges } from './auth/account-changes';
 import { ApiKeys } from './auth/api-keys';
 import { IdentityProviderLogin } from './auth/identity-provider';
 import { MessengerLogin } from './auth/messenger-login';
@@ -96,6 +97,8 @@ export interface Container {
   links: AccountLinks;
   /** Wakes a polling provider adapter when its prediction's webhook arrives (any process). */
   predictionSignals: PredictionSignals;
+  /** "This account's credentials changed", heard by every process (the API-key cache listens). */
+  accountChanges: AccountChanges;
   /** The bot's state (chats, dialogs, preferences): Redis when configured, else a table. */
   botState: KeyValueStore;
   chats: ChatStates;
@@ -138,10 +141,11 @@ export interface ContainerOptions {
 }
 
 /** The provider adapters this deployment has: the built-in local one first, then each configured upstream. */
-function configuredProviders(config: Config, fetchImpl: typeof fetch, predictionSignals: PredictionSignals, log: Logger): ProviderAdapter[] {
+function configuredProviders(config: Config, fetchImpl: typeof fetch, injectedFetch: typeof fetch | undefined, predictionSignals: PredictionSignals, log: Logger): ProviderAdapter[] {
   const adapters = [createLocalProvider({ whisperModelPath: config.whisperModelPath })];
   const openai = config.providers.openai;
-  if (openai) adapters.push(createOpenAIProvider({ ...openai, fetch: fetchImpl }));
+  // Its own pooled client unless a fetch was injected: this adapter is the hot path of chat.
+  if (openai) adapters.push(createOpenAIProvider({ ...openai, fetch: injectedFetch }));
   if (config.providers.elevenlabs) adapters.push(createElevenLabsProvider({ ...config.providers.elevenlabs, fetch: fetchImpl }));
   if (config.providers.deepgram) adapters.push(createDeepgramProvider({ ...config.providers.deepgram, fetch: fetchImpl }));
   const replicateWebhook = config.replicateWebhook ? { url: `${config.publicBaseUrl}/api/v2/providers/replicate/webhook`, signals: predictionSignals } : undefined;
@@ -174,12 +178,19 @@ export async function buildContainer(config: Config, options: ContainerOptions):
 
   const accessTokens = new AccessTokens(resolveJwtSecret(config.jwtSecret, config.dataDir), clock);
   const billing = new Billing(db);
-  const users = new Users(db, billing, plans, clock);
+  const redisForChanges = config.redisUrl;
+  const accountChanges = new AccountChanges({
+    connect: redisForChanges ? () => createRedis(redisForChanges) : undefined,
+    publisher: redis,
+    prefix: config.redisPrefix,
+    onError: (error) => log.warn({ err: error.message }, 'account changes: redis error'),
+  });
+  const users = new Users(db, billing, plans, clock, accountChanges);
   const sessions = new Sessions(db, clock);
   const passwords = new PasswordAccounts(db, users, sessions, mailer, clock, config.publicBaseUrl, log);
   const messenger = new MessengerLogin(db, users, sessions, clock, config.telegram.botToken);
   const identityProvider = new IdentityProviderLogin(config.oidc, db, users, sessions, clock, fetchImpl, log);
-  const apiKeys = new ApiKeys(db, clock);
+  const apiKeys = new ApiKeys(db, clock, accountChanges);
   const generationLimiter = new GenerationLimiter(redis, config.redisPrefix);
   const authLimiter = new AuthLimiter(redis, config.redisPrefix, config.authLimits);
 
@@ -189,7 +200,7 @@ export async function buildContainer(config: Config, options: ContainerOptions):
     prefix: config.redisPrefix,
     onError: (error) => log.warn({ err: error.message }, 'prediction signals: redis error'),
   });
-  const providers = new ProviderRegistry([...configuredProviders(config, fetchImpl, predictionSignals, log), ...(options.providers ?? [])]);
+  const providers = new ProviderRegistry([...configuredProviders(config, fetchImpl, options.fetch, predictionSignals, log), ...(options.providers ?? [])]);
   const catalog = new Catalog(loadCatalogFile(config.productFiles.catalog), plans, (name, category, upstreamModel) =>
     providers.canServe(name, category, upstreamModel),
   );
@@ -287,6 +298,7 @@ export async function buildContainer(config: Config, options: ContainerOptions):
     maintenance,
     links: new AccountLinks(db, clock),
     predictionSignals,
+    accountChanges,
     botState,
     chats: new ChatStates(botState),
     botDeliveries,
@@ -301,6 +313,7 @@ export async function buildContainer(config: Config, options: ContainerOptions):
       await queue.close();
       await providers.close();
       await predictionSignals.close();
+      await accountChanges.close();
       mailer.close();
       if (redis) await redis.quit().catch(() => redis.disconnect());
       if (!options.dataSource) await db.close();

@@ -4,8 +4,14 @@
  * It owns the process's metrics and readiness: GET /ready answers 503 until the roles have
  * started and again from SIGTERM on, and in a process without the API (worker, clock, bot) it
  * serves the metrics on METRICS_PORT when that is set.
+ *
+ * With `workers` (the `web` role's WEB_CONCURRENCY), a process asked for more than one becomes
+ * the primary of that many forked workers (node:cluster: they share the listening port, the
+ * primary hands out connections) and starts nothing itself: see cluster.ts.
  */
+import cluster from 'node:cluster';
 import { Config, ConfigError, loadConfig } from './config';
+import { runPrimary } from './cluster';
 import { createLogger, Logger } from './log';
 import { Metrics } from './observability/metrics';
 import { startMetricsServer } from './observability/metrics-server';
@@ -31,6 +37,7 @@ export async function runProcess(
   role: string,
   env: Record<string, string | undefined>,
   start: (config: Config, log: Logger, instruments: ProcessInstruments) => Promise<Stoppable[]>,
+  options: { workers?: (config: Config) => number } = {},
 ): Promise<void> {
   let config: Config;
   try {
@@ -42,7 +49,12 @@ export async function runProcess(
     }
     throw error;
   }
-  const log = createLogger(config.logLevel).child({ role });
+  const workers = options.workers?.(config) ?? 1;
+  if (cluster.isPrimary && workers > 1) {
+    runPrimary(role, workers, createLogger(config.logLevel).child({ role, primary: true }));
+    return;
+  }
+  const log = createLogger(config.logLevel).child(cluster.isWorker ? { role, worker: cluster.worker?.id } : { role });
   const instruments: ProcessInstruments = { metrics: new Metrics(), readiness: new Readiness(false) };
   let started: Stoppable[];
   try {

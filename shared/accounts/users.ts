@@ -9,6 +9,7 @@ import { ApiKey, Identity, IdentityKind, LedgerEntry, LedgerReason, Payment, Str
 import { AppError } from '../errors';
 import { PlanName, PlanTable } from '../plans';
 import { Billing, splitTakeBack } from '../billing';
+import type { AccountChanges } from '../auth/account-changes';
 
 export interface NewUser {
   name: string;
@@ -37,7 +38,17 @@ export class Users {
     private readonly billing: Pick<Billing, 'change'>,
     private readonly plans: PlanTable,
     private readonly clock: Clock,
+    private readonly changes?: AccountChanges,
   ) {}
+
+  /**
+   * Once `em`'s transaction commits, every process hears that the account changed (caches of
+   * who owns an API key drop it): a plan moved, its expiry, the profile or settings, deletion.
+   */
+  changed(em: EntityManager, userId: number): void {
+    const changes = this.changes;
+    if (changes) this.db.afterCommit(em, () => void changes.announce(userId));
+  }
 
   /** The plan in force: a paid plan past its expiry counts as `free` until the clock job moves it. */
   effectivePlan(user: Pick<User, 'plan' | 'planExpiresAt'>): PlanName {
@@ -123,6 +134,7 @@ export class Users {
       if (patch.name !== undefined) set.name = patch.name;
       if (patch.avatarUrl !== undefined) set.avatarUrl = patch.avatarUrl;
       await em.getRepository(User).update({ id: userId }, set);
+      this.changed(em, userId);
       return em.getRepository(User).findOneByOrFail({ id: userId });
     });
   }
@@ -130,6 +142,7 @@ export class Users {
   async updateSettings(userId: number, patch: SettingsPatch): Promise<User> {
     return this.db.transaction(async (em) => {
       await em.getRepository(User).update({ id: userId }, { ...patch, updatedAt: this.clock() });
+      this.changed(em, userId);
       return em.getRepository(User).findOneByOrFail({ id: userId });
     });
   }
@@ -174,6 +187,7 @@ export class Users {
         updatedAt: now,
       },
     );
+    this.changed(em, user.id);
     const delta = allowance - user.subscriptionTokens;
     if (delta !== 0 || entry.recordEvenIfNothingMoves) {
       const changed = await this.billing.change(em, user.id, { subscriptionDelta: delta, bonusDelta: 0, reason: entry.reason, note: entry.note }, now);
@@ -218,6 +232,7 @@ export class Users {
       await em.getRepository(StripeEvent).update({ userId }, { userId: null });
       await em.getRepository(ApiKey).delete({ userId });
       await em.getRepository(User).delete({ id: userId });
+      this.changed(em, userId);
     });
   }
 }

@@ -3,6 +3,7 @@
  * validated here, once, at boot; `process.env` is read nowhere else (entry points pass it in).
  */
 import crypto from 'node:crypto';
+import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 
@@ -75,6 +76,7 @@ const upstreamVariables = Object.fromEntries(
 const EnvSchema = z.object({
   ...upstreamVariables,
   PORT: port,
+  WEB_CONCURRENCY: positiveInt(0),
   DATA_DIR: optionalString,
   DATABASE_URL: optionalString,
   JAWSDB_URL: optionalString,
@@ -143,6 +145,11 @@ export type DatabaseConfig =
 
 export interface Config {
   port: number;
+  /**
+   * HTTP worker processes the `web` role forks (WEB_CONCURRENCY, Heroku's convention; unset or 0:
+   * one per CPU). Only on MySQL + Redis: embedded stores live in one process.
+   */
+  webConcurrency: number;
   dataDir: string;
   database: DatabaseConfig;
   /** How long a process waits at boot for a database it cannot reach yet (retrying with backoff) before it gives up. */
@@ -321,6 +328,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   const productDir = path.join(root, 'product');
   return {
     port: e.PORT,
+    webConcurrency: e.WEB_CONCURRENCY > 0 ? e.WEB_CONCURRENCY : os.availableParallelism(),
     dataDir,
     database,
     databaseBootWaitMs: e.DATABASE_BOOT_WAIT_SECONDS * 1000,

@@ -15,9 +15,48 @@ export function parseDbDate(value: string | Date): Date {
   return new Date(/[zZ]|[+-]\d\d:?\d\d$/.test(value) ? value : `${value.replace(' ', 'T')}Z`);
 }
 
+/** One `sqliteWrite`: its work, and how its caller hears the outcome (after the commit). */
+interface WriteUnit {
+  run(): unknown;
+  settle(outcome: { ok: true; value: unknown } | { ok: false; error: unknown }): void;
+}
+
+/**
+ * Group commit: the batch's writes in one SQLite transaction, each inside a savepoint of its own
+ * (a write that throws is rolled back alone, and only its caller hears the error), then one
+ * COMMIT for all. Each caller hears its outcome only after that commit. One commit writes each
+ * changed page to the WAL once for the whole batch: the users row, the index pages every
+ * generation touches. If the COMMIT itself fails, every write of the batch fails with it.
+ */
+function commitBatch(sqlite: SqliteRaw, batch: WriteUnit[]): void {
+  const outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
+  try {
+    sqlite.transaction(() => {
+      for (const unit of batch) {
+        // An error that rolls back the whole transaction (I/O, disk full) fails the batch: no
+        // later write may run outside it and commit on its own while its caller hears an error.
+        if (!sqlite.connection.inTransaction) throw new Error('the batch transaction was rolled back');
+        try {
+          outcomes.push({ ok: true, value: sqlite.transaction(() => unit.run()) });
+        } catch (error) {
+          outcomes.push({ ok: false, error });
+        }
+      }
+    });
+  } catch (error) {
+    for (const unit of batch) unit.settle({ ok: false, error });
+    return;
+  }
+  batch.forEach((unit, i) => unit.settle(outcomes[i] ?? { ok: false, error: new Error('write not run') }));
+}
+
 export class Database {
   readonly dialect: Dialect;
   private writeQueue: Promise<unknown> = Promise.resolve();
+  /** The group commit still taking in writes (sqliteWrite), if any. */
+  private openBatch: WriteUnit[] | null = null;
+  /** What `afterCommit` asked for, by the transaction's manager (a retried attempt's are dropped with it). */
+  private readonly committedEffects = new WeakMap<EntityManager, Array<() => void>>();
   /** Plain SQL on the same connection / pool (raw.ts): set for the dialect in use, null otherwise. */
   readonly sqlite: SqliteRaw | null;
   readonly mysql: MysqlRaw | null;
@@ -45,13 +84,34 @@ export class Database {
   /**
    * Synchronous plain-SQL work as one SQLite transaction, queued behind TypeORM's transactions
    * on the same connection (a transaction begun while one of theirs is open would join it).
+   * Writes asked for together commit together (commitBatch): each is atomic on its own and is
+   * reported only once committed, but one commit serves them all.
    */
   sqliteWrite<T>(work: (sqlite: SqliteRaw) => T): Promise<T> {
     const sqlite = this.sqlite;
     if (!sqlite) throw new Error('sqliteWrite needs the SQLite store');
-    const run = this.writeQueue.then(() => sqlite.transaction(() => work(sqlite)));
-    this.writeQueue = run.catch(() => undefined);
-    return run;
+    return new Promise<T>((resolve, reject) => {
+      const unit: WriteUnit = { run: () => work(sqlite), settle: (outcome) => (outcome.ok ? resolve(outcome.value as T) : reject(outcome.error)) };
+      if (this.openBatch) {
+        this.openBatch.push(unit);
+        return;
+      }
+      const batch: WriteUnit[] = [unit];
+      this.openBatch = batch;
+      // The batch takes in every write asked for in this turn of the event loop (setImmediate
+      // runs after the I/O callbacks of the turn), and any asked for while it waits in the queue.
+      const run = this.writeQueue.then(
+        () =>
+          new Promise<void>((done) =>
+            setImmediate(() => {
+              this.openBatch = null;
+              commitBatch(sqlite, batch);
+              done();
+            }),
+          ),
+      );
+      this.writeQueue = run.catch(() => undefined);
+    });
   }
 
   /**
@@ -83,12 +143,32 @@ export class Database {
   }
 
   transaction<T>(work: (em: EntityManager) => Promise<T>): Promise<T> {
+    let lastAttempt: EntityManager | undefined;
+    const attempt = (em: EntityManager): Promise<T> => {
+      lastAttempt = em;
+      return work(em);
+    };
+    const committed = (result: T): T => {
+      const effects = lastAttempt ? this.committedEffects.get(lastAttempt) : undefined;
+      for (const effect of effects ?? []) effect();
+      return result;
+    };
     // MySQL may pick a transaction as a deadlock victim; the whole of it is rolled back and retried.
-    if (this.dialect === 'mysql') return retryLockConflicts(() => this.source.transaction(work));
-    const run = this.writeQueue.then(() => this.source.transaction(work));
+    if (this.dialect === 'mysql') return retryLockConflicts(() => this.source.transaction(attempt)).then(committed);
+    const run = this.writeQueue.then(() => this.source.transaction(attempt));
     // The queue continues whether this transaction commits or fails.
     this.writeQueue = run.catch(() => undefined);
-    return run;
+    return run.then(committed);
+  }
+
+  /**
+   * Runs `effect` once the transaction `em` belongs to (one of `transaction`'s) has committed,
+   * never if it rolls back: what others must hear of a change (account-changes) waits for it.
+   */
+  afterCommit(em: EntityManager, effect: () => void): void {
+    const effects = this.committedEffects.get(em);
+    if (effects) effects.push(effect);
+    else this.committedEffects.set(em, [effect]);
   }
 
   /**

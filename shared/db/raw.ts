@@ -93,6 +93,7 @@ export interface SqliteStatement {
   run(...params: unknown[]): { changes: number; lastInsertRowid: number | bigint };
 }
 export interface SqliteConnection {
+  readonly inTransaction: boolean;
   prepare(sql: string): SqliteStatement;
   transaction<T>(work: () => T): () => T;
 }

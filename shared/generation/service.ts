@@ -137,16 +137,19 @@ export class Generations {
    * (Idempotency-Key) returns that generation as it stands and charges nothing again.
    */
   async start(caller: GenerationCaller, request: GenerateRequest, options: StartOptions): Promise<Started> {
-    const accepted = await this.accept(caller, await this.resolve(caller.user.id, request, options), options);
-    const started: Started = { ...accepted, balance: tokenBalance(caller.user) };
+    const userId = caller.user.id;
+    const accepted = await this.accept(caller, await this.resolve(userId, request, options), options);
+    // The balance is read when it is answered, not taken from the caller's row: that row may
+    // come from the API-key cache (auth/api-keys.ts), seconds old. A completed run's capture
+    // returns it without a statement.
     const { generation, model } = accepted;
     const background = options.runIn === 'background';
     // A replay run in a request is its first request's to run; a background one may need queueing again.
-    if (generation.status !== 'pending' || (accepted.replay && !background)) return started;
-    if ((await options.beforeRun?.(generation, model)) === false) return started;
+    if (generation.status !== 'pending' || (accepted.replay && !background)) return { ...accepted, balance: await this.balanceOf(userId) };
+    if ((await options.beforeRun?.(generation, model)) === false) return { ...accepted, balance: await this.balanceOf(userId) };
     if (model.sync && !background) {
       const ended = await this.deps.runner.runSync(generation, model, options.signal);
-      return { ...started, generation: ended.generation, balance: ended.balance ?? started.balance };
+      return { ...accepted, generation: ended.generation, balance: ended.balance ?? (await this.balanceOf(userId)) };
     }
     const job = options.job ?? 'generation.run';
     try {
@@ -156,7 +159,7 @@ export class Generations {
       // The worker's sweep queues pending rows that no job holds, so this answers with the id.
       this.deps.log.warn({ err: (error as Error).message, generationId: generation.id, job }, 'could not queue an accepted generation; the sweep will');
     }
-    return started;
+    return { ...accepted, balance: await this.balanceOf(userId) };
   }
 
   /**
@@ -168,9 +171,9 @@ export class Generations {
     const resolved = await this.resolve(caller.user.id, request, options);
     if (resolved.model.category !== 'text' || !resolved.model.supportsStreaming) throw AppError.validation('stream', 'this model does not stream');
     const accepted = await this.accept(caller, resolved, options);
-    const balance = tokenBalance(caller.user);
-    if (accepted.replay || accepted.generation.status !== 'pending') return { ...accepted, balance, deltas: null };
-    return { ...accepted, balance, deltas: this.streamRun(accepted.generation, accepted.model, signal) };
+    if (accepted.replay || accepted.generation.status !== 'pending') return { ...accepted, balance: await this.balanceOf(caller.user.id), deltas: null };
+    // Until the stream ends: the balance as the caller's row had it (the end brings the charged one).
+    return { ...accepted, balance: tokenBalance(caller.user), deltas: this.streamRun(accepted.generation, accepted.model, signal) };
   }
 
   private async *streamRun(generation: Generation, model: CatalogModel, signal: AbortSignal): AsyncGenerator<StreamPart, StreamEnd> {

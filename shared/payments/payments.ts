@@ -95,7 +95,7 @@ export class Payments {
   constructor(
     private readonly db: Database,
     private readonly billing: Pick<Billing, 'change'>,
-    private readonly users: Pick<Users, 'movePlan' | 'effectivePlan'>,
+    private readonly users: Pick<Users, 'movePlan' | 'effectivePlan' | 'changed'>,
     private readonly plans: PlanTable,
     private readonly products: ProductTable,
     private readonly clock: Clock,
@@ -195,6 +195,7 @@ export class Payments {
       await this.users.movePlan(em, user, grant.plan, time.until, { ...entry, recordEvenIfNothingMoves: true }, now);
     } else if (time) {
       await em.getRepository(User).update({ id: user.id }, { planExpiresAt: time.until, updatedAt: now });
+      this.users.changed(em, user.id);
       await this.change(em, user.id, { subscriptionDelta: 0, bonusDelta: 0, ...entry }, now);
     }
     return em.getRepository(Payment).findOneByOrFail({ id });
@@ -251,7 +252,10 @@ export class Payments {
       await em.getRepository(Payment).update({ id: payment.id }, { reversedTokens: user.subscriptionTokens - subscriptionAfter });
       return 'ended';
     }
-    if (reversal.effect === 'shortened') await em.getRepository(User).update({ id: user.id }, { planExpiresAt: reversal.expiresAt, updatedAt: now });
+    if (reversal.effect === 'shortened') {
+      await em.getRepository(User).update({ id: user.id }, { planExpiresAt: reversal.expiresAt, updatedAt: now });
+      this.users.changed(em, user.id);
+    }
     await this.change(em, user.id, { subscriptionDelta: 0, bonusDelta: 0, ...entry }, now);
     return reversal.effect;
   }

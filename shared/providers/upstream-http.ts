@@ -14,6 +14,7 @@
  * → unavailable; an abort → timeout. The key never appears in a message.
  */
 import { ProviderError } from './types';
+import type { ReplyHeaders, UpstreamReply } from './upstream-transport';
 
 /** A JSON object (not null, not an array): what a field of a parsed body is read from. */
 export function isRecord(value: unknown): value is Record<string, unknown> {
@@ -21,7 +22,7 @@ export function isRecord(value: unknown): value is Record<string, unknown> {
 }
 
 /** `retry-after-ms` (OpenAI), else `Retry-After` in seconds or as an HTTP date; undefined if absent. */
-export function parseRetryAfter(headers: Headers, now = Date.now()): number | undefined {
+export function parseRetryAfter(headers: ReplyHeaders, now = Date.now()): number | undefined {
   const ms = headers.get('retry-after-ms');
   if (ms !== null && ms.trim() !== '' && Number.isFinite(Number(ms)) && Number(ms) >= 0) return Math.round(Number(ms));
   const value = headers.get('retry-after');
@@ -48,16 +49,16 @@ export function transportFailure(provider: string, error: unknown, signal: Abort
 }
 
 /** A response's whole body; a connection lost while reading it is a transport failure. */
-export async function readResponseBytes(provider: string, response: Response, signal: AbortSignal): Promise<Buffer> {
+export async function readResponseBytes(provider: string, response: Response | UpstreamReply, signal: AbortSignal): Promise<Buffer> {
   try {
-    return Buffer.from(await response.arrayBuffer());
+    return response instanceof Response ? Buffer.from(await response.arrayBuffer()) : await response.bytes();
   } catch (error) {
     throw transportFailure(provider, error, signal);
   }
 }
 
 /** A response's body as JSON; a body that is not JSON is `unavailable` ("malformed response"). */
-export async function readResponseJson(provider: string, response: Response, signal: AbortSignal): Promise<unknown> {
+export async function readResponseJson(provider: string, response: Response | UpstreamReply, signal: AbortSignal): Promise<unknown> {
   const bytes = await readResponseBytes(provider, response, signal);
   try {
     return JSON.parse(bytes.toString('utf8')) as unknown;
@@ -67,7 +68,7 @@ export async function readResponseJson(provider: string, response: Response, sig
 }
 
 /** An error answer's body as text, or '' when it cannot be read: the status alone classifies it. */
-export async function readErrorText(provider: string, response: Response, signal: AbortSignal): Promise<string> {
+export async function readErrorText(provider: string, response: Response | UpstreamReply, signal: AbortSignal): Promise<string> {
   try {
     return (await readResponseBytes(provider, response, signal)).toString('utf8');
   } catch {

@@ -78,6 +78,26 @@ export async function startTestApp(env: Record<string, string> = {}, options: Te
   };
 }
 
+/**
+ * Another web process on `app`'s stores (its own container, connections and caches; the same
+ * clock), as a second `web` dyno would be: for what must hold across processes.
+ */
+export async function startPeerInstance(app: TestApp): Promise<{ container: Container; http(): TestAgent; close(): Promise<void> }> {
+  const defaults = { AUTH_LOGIN_LIMIT_PER_MINUTE: '0', AUTH_REGISTER_LIMIT_PER_MINUTE: '0', AUTH_FORGOT_LIMIT_PER_HOUR: '0' };
+  const container = await buildContainer(loadConfig({ ...app.stores.env, ...defaults }), { clock: app.clock.now, mailer: app.mailbox });
+  const server = http.createServer(createApp(container).callback());
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  return {
+    container,
+    http: () => supertest(server),
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await container.close();
+    },
+  };
+}
+
 /** Starts one app for the enclosing describe/file and closes it afterwards. */
 export function useTestApp(env: Record<string, string> = {}, options: TestAppOptions = {}): { readonly app: TestApp } {
   const holder: { app?: TestApp } = {};

@@ -9,6 +9,7 @@ import path from 'node:path';
 export const repoRoot = path.join(__dirname, '..', '..');
 
 export interface ChildRun {
+  pid: number;
   exit: Promise<{ code: number | null; output: string }>;
   kill: (signal?: NodeJS.Signals) => void;
   /** Everything written to stdout and stderr so far. */
@@ -33,7 +34,7 @@ export function runNode(args: string[], env: Record<string, string> = {}): Child
     while (!pattern.test(output) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     return output;
   };
-  return { exit, kill: (signal = 'SIGTERM') => child.kill(signal), output: () => output, waitForOutput };
+  return { pid: child.pid ?? 0, exit, kill: (signal = 'SIGTERM') => child.kill(signal), output: () => output, waitForOutput };
 }
 
 /** One of the project's entry points (`main.ts`, `bot/main.ts`, …). */

@@ -1,16 +1,19 @@
 /**
  * The HTTP layer of the OpenAI-compatible adapter: one request to `{baseUrl}{path}` with the
  * bearer key (only when one is configured), and the mapping of every failure to a ProviderError.
- * The key never appears in an error message: provider messages are scrubbed of it.
+ * The key never appears in an error message: provider messages are scrubbed of it. Requests go
+ * through a keep-alive pool per origin (upstream-transport.ts), or an injected `fetch`.
  */
 import { ProviderError } from '../types';
 import { isRecord, parseRetryAfter, readErrorText, readResponseBytes, readResponseJson, transportFailure } from '../upstream-http';
+import { fetchTransport, pooledTransport, UpstreamReply, UpstreamRequest, UpstreamTransport } from '../upstream-transport';
 
 export interface UpstreamOptions {
   /** e.g. `https://api.openai.com/v1`; no trailing slash needed. */
   baseUrl: string;
   /** Omitted for servers that need none (a local Ollama, llama.cpp or vLLM). */
   apiKey?: string;
+  /** Instead of the pooled client (undici `request`): every call through this `fetch`. */
   fetch?: typeof fetch;
   /** Provider name used in messages (`openai`). */
   name?: string;
@@ -31,12 +34,12 @@ export class Upstream {
   readonly baseUrl: string;
   readonly name: string;
   private readonly apiKey: string | undefined;
-  private readonly fetchImpl: typeof fetch;
+  private readonly transport: UpstreamTransport;
 
   constructor(options: UpstreamOptions) {
     this.baseUrl = options.baseUrl.replace(/\/+$/, '');
     this.apiKey = options.apiKey;
-    this.fetchImpl = options.fetch ?? fetch;
+    this.transport = options.fetch ? fetchTransport(options.fetch) : pooledTransport();
     this.name = options.name ?? 'openai';
   }
 
@@ -47,12 +50,12 @@ export class Upstream {
   }
 
   /** POST a JSON body; resolves to the (2xx) response or throws a ProviderError. */
-  postJson(path: string, body: Record<string, unknown>, signal: AbortSignal, accept = 'application/json'): Promise<Response> {
+  postJson(path: string, body: Record<string, unknown>, signal: AbortSignal, accept = 'application/json'): Promise<UpstreamReply> {
     return this.send(path, { body: JSON.stringify(body), headers: { 'content-type': 'application/json', accept } }, signal);
   }
 
-  /** POST a multipart body (fetch sets the boundary). */
-  postForm(path: string, form: FormData, signal: AbortSignal): Promise<Response> {
+  /** POST a multipart body (the client sets the boundary). */
+  postForm(path: string, form: FormData, signal: AbortSignal): Promise<UpstreamReply> {
     return this.send(path, { body: form, headers: { accept: 'application/json' } }, signal);
   }
 
@@ -63,23 +66,23 @@ export class Upstream {
    */
   async download(url: string, signal: AbortSignal): Promise<Buffer> {
     if (!/^https?:\/\//i.test(url)) throw new ProviderError('unavailable', `The ${this.name} provider returned an unusable result URL`);
-    const response = await this.call(url, { method: 'GET' }, signal);
+    const response = await this.call(url, { method: 'GET', headers: {} }, signal);
     if (!response.ok) {
-      await response.body?.cancel().catch(() => undefined);
+      await response.discard();
       throw new ProviderError('unavailable', `The ${this.name} provider's result could not be downloaded (HTTP ${response.status})`);
     }
     return this.readBytes(response, signal);
   }
 
-  readBytes(response: Response, signal: AbortSignal): Promise<Buffer> {
+  readBytes(response: UpstreamReply, signal: AbortSignal): Promise<Buffer> {
     return readResponseBytes(this.name, response, signal);
   }
 
-  readJson(response: Response, signal: AbortSignal): Promise<unknown> {
+  readJson(response: UpstreamReply, signal: AbortSignal): Promise<unknown> {
     return readResponseJson(this.name, response, signal);
   }
 
-  private async send(path: string, init: { body: string | FormData; headers: Record<string, string> }, signal: AbortSignal): Promise<Response> {
+  private async send(path: string, init: { body: string | FormData; headers: Record<string, string> }, signal: AbortSignal): Promise<UpstreamReply> {
     const headers: Record<string, string> = { ...init.headers };
     if (this.apiKey) headers.authorization = `Bearer ${this.apiKey}`;
     const response = await this.call(`${this.baseUrl}${path}`, { method: 'POST', headers, body: init.body }, signal);
@@ -87,10 +90,10 @@ export class Upstream {
     throw await this.statusError(response, signal);
   }
 
-  private async call(url: string, init: RequestInit, signal: AbortSignal): Promise<Response> {
+  private async call(url: string, init: Omit<UpstreamRequest, 'signal'>, signal: AbortSignal): Promise<UpstreamReply> {
     if (signal.aborted) throw this.transportError(signal.reason, signal);
     try {
-      return await this.fetchImpl(url, { ...init, signal, redirect: 'follow' });
+      return await this.transport(url, { ...init, signal });
     } catch (error) {
       throw this.transportError(error, signal);
     }
@@ -102,7 +105,7 @@ export class Upstream {
   }
 
   /** Maps a non-2xx answer to its ProviderError kind. */
-  async statusError(response: Response, signal: AbortSignal): Promise<ProviderError> {
+  async statusError(response: UpstreamReply, signal: AbortSignal): Promise<ProviderError> {
     const text = await readErrorText(this.name, response, signal);
     const body = parseErrorBody(text);
     const detail = body ? this.scrub(body.message).slice(0, 500) : '';

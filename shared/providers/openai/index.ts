@@ -3,7 +3,7 @@
  * llama.cpp server, Ollama, vLLM): chat completions (plain and SSE-streamed, with tools, response
  * formats and stop sequences passed through when asked: chat-wire.ts), image generations,
  * speech and transcriptions, under `{baseUrl}`. Stateless: each call carries what it needs;
- * `fetch` is injected (the global one by default). Failures are ProviderErrors:
+ * requests go through a keep-alive pool per origin (undici), or through a `fetch` when one is injected. Failures are ProviderErrors:
  * 429 → rate_limited (with Retry-After), a content-policy 400 → refused (the provider's message),
  * other 4xx → bad_request, 5xx and network errors → unavailable, aborts and timeouts → timeout.
  */
@@ -99,12 +99,11 @@ export function createOpenAIProvider(options: OpenAIProviderOptions): ProviderAd
 
   async function* stream(request: TextRequest, call: CallOptions): AsyncGenerator<TextChunk> {
     const response = await upstream.postJson('/chat/completions', chatBody(request, true), call.signal, 'text/event-stream');
-    if (!response.body) throw malformed('streaming');
     let usage: Usage | null = null;
     let done = false;
     let finished = false;
     try {
-      for await (const data of sseData(response.body, call.signal)) {
+      for await (const data of sseData(response.chunks(), call.signal)) {
         if (data.trim() === '[DONE]') {
           done = true;
           break;

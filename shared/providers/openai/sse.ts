@@ -1,55 +1,67 @@
 /**
  * Server-sent events as OpenAI-compatible servers send them: `data: <json>` lines, events
  * separated by a blank line, `: comment` keep-alives (OpenRouter), and `data: [DONE]` at the end.
+ * Lines end with LF, CRLF or CR (a CRLF may be split across chunks).
  */
 
-/** Yields the `data` of each event (multi-line data joined by `\n`) until the body ends. */
-export async function* sseData(body: ReadableStream<Uint8Array>, signal: AbortSignal): AsyncGenerator<string> {
-  const reader = body.getReader();
+const LF = 10;
+const CR = 13;
+
+/**
+ * Yields the `data` of each event (multi-line data joined by `\n`) until the body ends. Each
+ * chunk is decoded once and scanned once: only the unfinished line at its end is carried over
+ * (the body's own stream stops when `signal` aborts; the transports pass it on).
+ */
+export async function* sseData(chunks: AsyncIterable<Uint8Array>, signal: AbortSignal): AsyncGenerator<string> {
   const decoder = new TextDecoder();
-  let buffer = '';
+  let carried = '';
   let data: string[] = [];
-  let finished = false;
-  const onAbort = (): void => {
-    reader.cancel().catch(() => undefined);
+  // A CR ended the last chunk: an LF opening the next one is the same line break.
+  let skipLf = false;
+
+  /** Takes in one line; returns the event's data when the line ends an event. */
+  const line = (text: string): string | null => {
+    if (text === '') {
+      const event = data.length > 0 ? data.join('\n') : null;
+      data = [];
+      return event;
+    }
+    if (text.charCodeAt(0) === 58 /* ':' */) return null;
+    const colon = text.indexOf(':');
+    const field = colon === -1 ? text : text.slice(0, colon);
+    if (field !== 'data') return null;
+    let value = colon === -1 ? '' : text.slice(colon + 1);
+    if (value.charCodeAt(0) === 32 /* ' ' */) value = value.slice(1);
+    data.push(value);
+    return null;
   };
-  signal.addEventListener('abort', onAbort, { once: true });
-  try {
-    for (;;) {
-      if (signal.aborted) return;
-      const { value, done } = await reader.read();
-      if (done) {
-        finished = true;
-        buffer += decoder.decode();
-        if (buffer !== '') buffer += '\n';
-      } else {
-        buffer += decoder.decode(value, { stream: true });
+
+  for await (const chunk of chunks) {
+    if (signal.aborted) return;
+    const text = carried + decoder.decode(chunk, { stream: true });
+    let start = 0;
+    if (skipLf && text.charCodeAt(0) === LF) start = 1;
+    skipLf = false;
+    for (let i = start; i < text.length; i++) {
+      const code = text.charCodeAt(i);
+      if (code !== LF && code !== CR) continue;
+      const event = line(text.slice(start, i));
+      if (code === CR) {
+        if (i + 1 === text.length) skipLf = true;
+        else if (text.charCodeAt(i + 1) === LF) i++;
       }
-      let newline: number;
-      while ((newline = buffer.search(/\r\n|\r|\n/)) !== -1) {
-        const line = buffer.slice(0, newline);
-        buffer = buffer.slice(newline + (buffer.startsWith('\r\n', newline) ? 2 : 1));
-        if (line === '') {
-          if (data.length > 0) yield data.join('\n');
-          data = [];
-          if (signal.aborted) return;
-          continue;
-        }
-        if (line.startsWith(':')) continue;
-        const colon = line.indexOf(':');
-        const field = colon === -1 ? line : line.slice(0, colon);
-        let value = colon === -1 ? '' : line.slice(colon + 1);
-        if (value.startsWith(' ')) value = value.slice(1);
-        if (field === 'data') data.push(value);
-      }
-      if (finished) {
-        if (data.length > 0) yield data.join('\n');
-        return;
+      start = i + 1;
+      if (event !== null) {
+        yield event;
+        if (signal.aborted) return;
       }
     }
-  } finally {
-    signal.removeEventListener('abort', onAbort);
-    if (!finished) await reader.cancel().catch(() => undefined);
-    reader.releaseLock();
+    carried = start === 0 ? text : text.slice(start);
   }
+  const rest = carried + decoder.decode();
+  if (rest !== '') {
+    const event = line(rest);
+    if (event !== null) yield event;
+  }
+  if (data.length > 0) yield data.join('\n');
 }
