@@ -6,11 +6,13 @@
 import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { FakeProvider } from './helpers/fake-provider';
-import { useDashboard } from './helpers/browser';
+import { cspViolations, useDashboard } from './helpers/browser';
 import './helpers/locator-matchers';
 import { registerUser, TestUser } from './helpers/users';
 
 const CATALOG_PATH = path.join(__dirname, 'fixtures/catalog.json');
+// A 1×1 PNG: the avatar's stand-in.
+const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==', 'base64');
 
 async function signIn(page: Page, email: string, password: string): Promise<void> {
   await page.goto('/sign-in');
@@ -40,6 +42,41 @@ describe('transactions and the account', () => {
     const texts = await rows.allTextContents();
     expect(texts[0]).toMatch(/Generation #\d+−446$/);
     expect(texts[1]).toMatch(/Welcome allowance\+5050$/);
+    await context.close();
+  });
+
+  it('sets an avatar from a picture address, shows it (the policy lets https pictures in), and removes it', async () => {
+    const owner = await registerUser(d.rig.app, { name: 'Pic' });
+    const { context, page } = await d.rig.newPage();
+    // The picture's host is not reachable from here: the browser gets a stand-in PNG.
+    await page.route('https://avatars.example.test/**', (route) => route.fulfill({ status: 200, contentType: 'image/png', body: PNG }));
+    await signIn(page, owner.email, owner.password);
+    await page.getByRole('link', { name: 'Account' }).click();
+    await page.waitForURL('**/account');
+    await page.getByLabel(/^Avatar/).fill('https://avatars.example.test/me.png');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByText('Saved.').waitFor();
+    const me = await d.rig.app.http().get('/api/v2/user/me').set('authorization', `Bearer ${owner.accessToken}`).expect(200);
+    expect(me.body.avatar_url).toBe('https://avatars.example.test/me.png');
+    const header = page.getByTestId('header-avatar');
+    await header.waitFor();
+    // Loaded, not refused by the page's policy: the picture has its pixels.
+    const loaded = (): Promise<boolean> =>
+      page.evaluate(() => {
+        type Img = { complete: boolean; naturalWidth: number };
+        const doc = (globalThis as unknown as { document: { querySelector(selector: string): Img | null } }).document;
+        const img = doc.querySelector('[data-testid="header-avatar"]');
+        return img !== null && img.complete && img.naturalWidth > 0;
+      });
+    for (let i = 0; i < 100 && !(await loaded()); i++) await new Promise((r) => setTimeout(r, 50));
+    expect(await loaded()).toBe(true);
+    expect(await cspViolations(page)).toEqual([]);
+
+    await page.getByLabel(/^Avatar/).fill('');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await header.waitFor({ state: 'detached' });
+    const after = await d.rig.app.http().get('/api/v2/user/me').set('authorization', `Bearer ${owner.accessToken}`).expect(200);
+    expect(after.body.avatar_url).toBeNull();
     await context.close();
   });
 

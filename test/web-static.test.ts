@@ -38,7 +38,7 @@ describe('the dashboard files', () => {
     expect(csp).toContain("frame-ancestors 'none'");
     expect(csp).toContain("connect-src 'self'");
     // Results may come from PUBLIC_BASE_URL's origin.
-    expect(csp).toContain("img-src 'self' data: blob: https://files.example.com");
+    expect(csp).toContain("img-src 'self' data: blob: https://files.example.com https:");
     expect(csp).not.toContain('unsafe-inline');
     expect(csp).not.toContain('unsafe-eval');
     expect(res.headers['x-frame-options']).toBe('DENY');

@@ -51,14 +51,18 @@ interface WebFile {
   compressible: boolean;
 }
 
-/** The page's policy: only this origin (and where result files are served from), nothing inline. */
+/**
+ * The page's policy: only this origin (and where result files are served from), nothing inline.
+ * Images may also come from any https address: a person's avatar is a URL of their choice (the
+ * API's `avatar_url`); pictures cannot run code, and plain http is still refused.
+ */
 export function dashboardCsp(publicBaseUrl: string): string {
   const files = new URL(publicBaseUrl).origin;
   return [
     "default-src 'none'",
     "script-src 'self'",
     "style-src 'self'",
-    `img-src 'self' data: blob: ${files}`,
+    `img-src 'self' data: blob: ${files} https:`,
     `media-src 'self' blob: ${files}`,
     "connect-src 'self'",
     "font-src 'self'",

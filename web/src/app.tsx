@@ -197,6 +197,7 @@ function Header({ account, path }: { account: Account; path: string }): JSX.Elem
               ))}
             </ul>
           </nav>
+          {account.user.avatar_url ? <img class="avatar" src={account.user.avatar_url} alt="" width={28} height={28} data-testid="header-avatar" /> : null}
           <span class="balance" data-testid="header-balance">
             {t('nav.balance', { n: formatTokens(account.user.token_balance, lang) })}
           </span>

@@ -19,6 +19,7 @@ export interface User {
   rate_limit_hourly: number;
   rate_limit_daily: number;
   messenger_username: string | null;
+  avatar_url: string | null;
   auth_methods: { messenger: boolean; identity_provider: boolean; email: boolean };
 }
 

@@ -30,6 +30,8 @@ export const en = {
   'account.title': 'Account',
   'account.profile': 'Profile',
   'account.name': 'Name',
+  'account.avatar': 'Avatar: the address of a picture (https://…), or empty for none',
+  'account.avatarAlt': 'Your avatar',
   'account.password': 'Password',
   'account.currentPassword': 'Current password',
   'account.changePassword': 'Change the password',

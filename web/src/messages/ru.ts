@@ -32,6 +32,8 @@ export const ru: Record<keyof typeof en, string> = {
   'account.title': 'Аккаунт',
   'account.profile': 'Профиль',
   'account.name': 'Имя',
+  'account.avatar': 'Аватар: адрес картинки (https://…) или пусто, чтобы убрать',
+  'account.avatarAlt': 'Ваш аватар',
   'account.password': 'Пароль',
   'account.currentPassword': 'Текущий пароль',
   'account.changePassword': 'Сменить пароль',

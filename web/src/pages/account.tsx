@@ -26,9 +26,11 @@ export function AccountPage(): JSX.Element {
 
   const saveName = (event: JSX.TargetedEvent<HTMLFormElement>): void => {
     event.preventDefault();
-    const name = String(new FormData(event.currentTarget).get('name') ?? '').trim();
+    const data = new FormData(event.currentTarget);
+    const name = String(data.get('name') ?? '').trim();
+    const avatar = String(data.get('avatar') ?? '').trim();
     run(async () => {
-      await patch('/user/me', { name });
+      await patch('/user/me', { name, avatar_url: avatar === '' ? null : avatar });
       await account.reload();
       return t('settings.saved');
     });
@@ -61,6 +63,11 @@ export function AccountPage(): JSX.Element {
           {t('account.name')}
           <input name="name" required maxLength={200} defaultValue={account.user.name} autocomplete="name" />
         </label>
+        <label>
+          {t('account.avatar')}
+          <input name="avatar" type="url" maxLength={2048} defaultValue={account.user.avatar_url ?? ''} autocomplete="photo" />
+        </label>
+        {account.user.avatar_url ? <img class="avatar" src={account.user.avatar_url} alt={t('account.avatarAlt')} width={64} height={64} /> : null}
         <button type="submit" disabled={busy}>
           {t('common.save')}
         </button>
