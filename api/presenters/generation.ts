@@ -7,6 +7,7 @@ import type { Catalog } from '../../shared/catalog';
 import type { Clock } from '../../shared/clock';
 import type { Generation } from '../../shared/db/entities';
 import type { StreamEnd } from '../../shared/generation/types';
+import { requestParams } from '../../shared/generation/history';
 import { iso } from './dates';
 
 export type IdShape = 'A' | 'B';
@@ -113,6 +114,7 @@ export function presentHistoryItem(generation: Generation, catalog: Catalog, pub
     is_favorited: generation.isFavorited,
     user_rating: generation.userRating,
     schedule_id: generation.scheduleId,
+    params: requestParams(generation),
     created_at: iso(generation.createdAt),
   };
 }

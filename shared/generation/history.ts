@@ -12,6 +12,21 @@ import type { Storage } from '../storage';
 import type { Generations } from './service';
 import { generationFiles } from './stored-input';
 
+/**
+ * The parameters a generation was asked with (as normalized at acceptance, defaults filled), for
+ * running it again; null when its request was large enough to live in storage (a long chat
+ * history), which a history list does not read.
+ */
+export function requestParams(generation: Pick<Generation, 'input'>): Record<string, unknown> | null {
+  try {
+    const parsed = JSON.parse(generation.input) as { $ref?: unknown; params?: unknown };
+    if (parsed.$ref !== undefined) return null;
+    return typeof parsed.params === 'object' && parsed.params !== null && !Array.isArray(parsed.params) ? (parsed.params as Record<string, unknown>) : {};
+  } catch {
+    return null;
+  }
+}
+
 export interface HistoryFilter {
   page: number;
   limit: number;

@@ -98,6 +98,8 @@ export interface HistoryItem {
   tokens_spent: number;
   is_favorited: boolean;
   user_rating: number | null;
+  /** What it was asked with (defaults filled), to run it again; null when the request was kept in storage. */
+  params: Record<string, unknown> | null;
   created_at: string;
 }
 

@@ -100,6 +100,7 @@ export const HistoryItem = z
     is_favorited: z.boolean(),
     user_rating: z.number().int().nullable(),
     schedule_id: z.number().int().nullable(),
+    params: z.record(z.string(), z.unknown()).nullable().meta({ description: 'The parameters it was asked with (defaults filled), to run it again; null for a request kept in storage (a long chat).' }),
     created_at: Timestamp.nullable(),
   })
   .meta({ id: 'HistoryItem' });

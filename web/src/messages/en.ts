@@ -214,6 +214,8 @@ export const en = {
   'history.prev': 'Previous page',
   'history.next': 'Next page',
   'history.favorite': 'Favorite',
+  'history.again': 'Run again',
+  'history.againLabel': 'Run again: {model}, same prompt and options',
   'history.delete': 'Delete',
   'history.confirmDelete': 'Delete this generation and its files? This cannot be undone.',
   'history.tokens': '{n} {tokens:n}',

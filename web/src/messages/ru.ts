@@ -216,6 +216,8 @@ export const ru: Record<keyof typeof en, string> = {
   'history.prev': 'Предыдущая страница',
   'history.next': 'Следующая страница',
   'history.favorite': 'В избранное',
+  'history.again': 'Запустить снова',
+  'history.againLabel': 'Запустить снова: {model}, тот же запрос и параметры',
   'history.delete': 'Удалить',
   'history.confirmDelete': 'Удалить эту генерацию и её файлы? Это нельзя отменить.',
   'history.tokens': '{n} {tokens:n}',

@@ -1,4 +1,12 @@
-/** History: filters (category, model, status, favorites), paging, previews, favorite, rate, delete. */
+/** History: filters (category, model, status, favorites), paging, previews, favorite, rate, run again, delete. */
+
+/** The playground with this generation's model, prompt and options filled in (it shows the price before running). */
+function againHref(item: HistoryItem): string {
+  const q = new URLSearchParams({ model: item.model_slug });
+  if (item.prompt) q.set('prompt', item.prompt);
+  if (item.params && Object.keys(item.params).length > 0) q.set('params', JSON.stringify(item.params));
+  return `/playground?${q.toString()}`;
+}
 import type { JSX } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { del, get, post } from '../api';
@@ -6,6 +14,7 @@ import { ResultView } from '../components/result';
 import { ConfirmDialog, ErrorNotice, Loading, PageTitle } from '../components/ui';
 import { formatTokens } from '../format';
 import { useI18n } from '../i18n';
+import { Link } from '../router';
 import { CATEGORIES } from '../types';
 import type { HistoryItem, Model, Page } from '../types';
 
@@ -142,6 +151,11 @@ export function History(): JSX.Element {
                           ))}
                         </select>
                       </label>
+                    ) : null}
+                    {item.params ? (
+                      <Link href={againHref(item)} aria-label={t('history.againLabel', { model: item.model_name })}>
+                        {t('history.again')}
+                      </Link>
                     ) : null}
                     <button type="button" class="danger" onClick={() => setDeleting(item)}>
                       {t('history.delete')}

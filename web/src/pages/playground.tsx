@@ -33,6 +33,28 @@ function rank(plan: string): number {
   return PLAN_ORDER.indexOf(plan as (typeof PLAN_ORDER)[number]);
 }
 
+/** Values for the model's form from given params: only the model's own, as the form holds them. */
+function presetFrom(model: Model, params: Record<string, unknown>): RawParams {
+  const preset: RawParams = {};
+  for (const [name, value] of Object.entries(params)) {
+    if (!(name in model.params)) continue;
+    if (typeof value === 'boolean') preset[name] = value;
+    else if (typeof value === 'string' || typeof value === 'number') preset[name] = String(value);
+  }
+  return preset;
+}
+
+/** The `params` of a "Run again" link (JSON); anything else counts as none. */
+function parsedParams(raw: string | null): Record<string, unknown> {
+  if (!raw) return {};
+  try {
+    const value: unknown = JSON.parse(raw);
+    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
+}
+
 export function Playground(): JSX.Element {
   const i18n = useI18n();
   const { t, lang } = i18n;
@@ -43,7 +65,8 @@ export function Playground(): JSX.Element {
   const [raw, setRaw] = useState<RawParams>({});
   const [files, setFiles] = useState<Record<string, File>>({});
   const [assistant, setAssistant] = useState<AssistantInfo | null>(null);
-  const assistantId = useLocation().query.get('assistant');
+  const query = useLocation().query;
+  const assistantId = query.get('assistant');
   const [price, setPrice] = useState<{ quote: PriceQuote | null; error: unknown; busy: boolean }>({ quote: null, error: null, busy: false });
   const [run, setRun] = useState<Run>({ kind: 'idle' });
   const [error, setError] = useState<unknown>(null);
@@ -57,13 +80,19 @@ export function Playground(): JSX.Element {
       setModels(answer.models);
       const own = chosen ? answer.models.find((m) => m.slug === chosen.model) : undefined;
       const first = own ?? answer.models.find((m) => rank(m.min_plan) <= rank(account.user.plan));
+      // "Run again" from the history: that model, prompt and options (the price is asked again).
+      const again = !chosen ? answer.models.find((m) => m.slug === query.get('model') && rank(m.min_plan) <= rank(account.user.plan)) : undefined;
+      if (again) {
+        choose(again);
+        setPrompt(query.get('prompt') ?? '');
+        setRaw({ ...defaultParams(again.params), ...presetFrom(again, parsedParams(query.get('params'))) });
+        return;
+      }
       if (first) choose(first);
       // The assistant's defaults fill the form, so the price shown is the price charged.
       if (own && chosen) {
         setAssistant(chosen);
-        const preset: RawParams = {};
-        for (const [name, value] of Object.entries(chosen.default_params ?? {})) if (name in own.params) preset[name] = typeof value === 'boolean' ? value : String(value);
-        setRaw({ ...defaultParams(own.params), ...preset });
+        setRaw({ ...defaultParams(own.params), ...presetFrom(own, chosen.default_params ?? {}) });
       }
     }, setError);
     return () => {
