@@ -67,4 +67,31 @@ describe('uploads in the playground', () => {
     // Both pictures went up: the tool got the second one as its target.
     expect(JSON.stringify(fake.calls.at(-1)?.request)).toMatch(/target/i);
   });
+
+  it('paints the inpainting mask on the picture: white where painted, black elsewhere, the size of the picture', async () => {
+    const png = await sharp({ create: { width: 200, height: 100, channels: 3, background: '#88aa44' } }).png().toBuffer();
+    await page.getByLabel('Model').selectOption('inpaint');
+    await page.getByLabel('Image', { exact: true }).setInputFiles({ name: 'photo.png', mimeType: 'image/png', buffer: png });
+    const canvas = page.getByTestId('mask-canvas');
+    await canvas.waitFor();
+    // A stroke across the left quarter of the picture, in the canvas's shown (scaled) size.
+    const box = await canvas.boundingBox();
+    if (!box) throw new Error('no canvas box');
+    await page.mouse.move(box.x + box.width * 0.1, box.y + box.height * 0.5);
+    await page.mouse.down();
+    await page.mouse.move(box.x + box.width * 0.2, box.y + box.height * 0.5, { steps: 8 });
+    await page.mouse.up();
+    await expect(page.getByTestId('price')).toHaveTextLater('Price: 3 tokens');
+    const before = fake.calls.length;
+    await page.getByRole('button', { name: 'Generate for 3 tokens' }).click();
+    await page.getByTestId('charged').waitFor();
+    const call = fake.calls.slice(before).find((c) => c.capability === 'tool')?.request as { tool: string; secondImage: Buffer | null };
+    expect(call.tool).toBe('inpaint');
+    if (!call.secondImage) throw new Error('no mask sent');
+    const mask = await sharp(call.secondImage).greyscale().raw().toBuffer({ resolveWithObject: true });
+    expect([mask.info.width, mask.info.height]).toEqual([200, 100]);
+    const pixel = (x: number, y: number): number => mask.data[y * mask.info.width + x] ?? -1;
+    expect(pixel(30, 50)).toBeGreaterThan(200); // painted
+    expect(pixel(150, 50)).toBeLessThan(50); // not painted
+  });
 });

@@ -143,6 +143,8 @@ export const en = {
   'upload.audio': 'Audio file',
   'upload.image': 'Image',
   'upload.mask': 'Mask (white where to paint)',
+  'upload.paintMask': 'Or paint over what to change, on the picture (a file above takes its place).',
+  'upload.clearMask': 'Clear the painting',
   'upload.target': 'Target image',
   'nav.assistants': 'Assistants',
   'assist.title': 'Assistants',

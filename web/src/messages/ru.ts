@@ -145,6 +145,8 @@ export const ru: Record<keyof typeof en, string> = {
   'upload.audio': 'Аудиофайл',
   'upload.image': 'Изображение',
   'upload.mask': 'Маска (белым — где перерисовать)',
+  'upload.paintMask': 'Или закрасьте на картинке то, что изменить (файл выше заменяет рисунок).',
+  'upload.clearMask': 'Стереть рисунок',
   'upload.target': 'Целевое изображение',
   'nav.assistants': 'Ассистенты',
   'assist.title': 'Ассистенты',

@@ -11,6 +11,7 @@ import { ApiError, get, post, postForm, streamGeneration } from '../api';
 import { defaultParams, ParamForm, paramValues } from '../components/param-form';
 import type { RawParams } from '../components/param-form';
 import { ResultView } from '../components/result';
+import { MaskPainter } from '../components/mask-painter';
 import { uploadForm, UploadInputs, uploadPlan } from '../components/uploads';
 import { ErrorNotice, Loading, PageTitle } from '../components/ui';
 import { formatTokens } from '../format';
@@ -64,6 +65,8 @@ export function Playground(): JSX.Element {
   const [prompt, setPrompt] = useState('');
   const [raw, setRaw] = useState<RawParams>({});
   const [files, setFiles] = useState<Record<string, File>>({});
+  /** A mask painted on the picture: sent when no mask file was chosen. */
+  const [paintedMask, setPaintedMask] = useState<File | null>(null);
   const [assistant, setAssistant] = useState<AssistantInfo | null>(null);
   const query = useLocation().query;
   const assistantId = query.get('assistant');
@@ -191,7 +194,7 @@ export function Playground(): JSX.Element {
         );
       } else if (uploads && Object.keys(files).length > 0) {
         setRun({ kind: 'pending', generation: { id: 0, status: 'pending', category: model.category, model_slug: model.slug, result_text: null, result_url: null, thumbnail_url: null, error: null, tokens_spent: 0 } });
-        const generation = await postForm<Generation>(uploads.path, uploadForm(model, uploads, files, prompt, paramValues(model.params, raw)));
+        const generation = await postForm<Generation>(uploads.path, uploadForm(model, uploads, !files.mask && paintedMask ? { ...files, mask: paintedMask } : files, prompt, paramValues(model.params, raw)));
         if (generation.status === 'pending') await poll(generation);
         else await finish(generation);
       } else {
@@ -272,6 +275,7 @@ export function Playground(): JSX.Element {
           </label>
         ) : null}
         {model && uploads ? <UploadInputs key={model.slug} plan={uploads} files={files} onChange={setFiles} /> : null}
+        {uploads?.path === '/inpaint' && files.image ? <MaskPainter image={files.image} onMask={setPaintedMask} /> : null}
         {model && Object.keys(model.params).length > 0 ? (
           <details class="options">
             <summary>{t('play.options')}</summary>
