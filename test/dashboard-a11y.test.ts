@@ -7,7 +7,7 @@
 import path from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
 import { FakeProvider } from './helpers/fake-provider';
-import { cspViolations, horizontalOverflow, screenshot, seriousAxeViolations, useDashboard } from './helpers/browser';
+import { cspViolations, horizontalOverflow, screenshot, seriousAxeViolations, signIn, useDashboard } from './helpers/browser';
 import './helpers/locator-matchers';
 import { TestUser, userOnPlan } from './helpers/users';
 
@@ -36,13 +36,6 @@ const SIGNED_IN_PAGES: Array<[string, string, string]> = [
   ['account', '/account', 'Account'],
 ];
 
-async function signIn(page: Page, user: TestUser): Promise<void> {
-  await page.goto('/sign-in');
-  await page.getByLabel('E-mail').fill(user.email);
-  await page.getByLabel('Password').fill(user.password);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.waitForURL('**/overview');
-}
 
 /** Presses Tab until the focused element matches, as a keyboard user would (at most `limit` times). */
 async function tabTo(page: Page, matches: (focused: { tag: string; text: string; label: string }) => boolean, limit = 40): Promise<void> {

@@ -6,7 +6,7 @@
 import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { FakeProvider } from './helpers/fake-provider';
-import { cspViolations, useDashboard } from './helpers/browser';
+import { cspViolations, signIn, useDashboard } from './helpers/browser';
 import './helpers/locator-matchers';
 import { registerUser, TestUser } from './helpers/users';
 
@@ -14,13 +14,6 @@ const CATALOG_PATH = path.join(__dirname, 'fixtures/catalog.json');
 // A 1×1 PNG: the avatar's stand-in.
 const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==', 'base64');
 
-async function signIn(page: Page, email: string, password: string): Promise<void> {
-  await page.goto('/sign-in');
-  await page.getByLabel('E-mail').fill(email);
-  await page.getByLabel('Password').fill(password);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.waitForURL('**/overview');
-}
 
 describe('transactions and the account', () => {
   const fake = new FakeProvider('fake');
@@ -34,7 +27,7 @@ describe('transactions and the account', () => {
 
   it('lists the balance changes with their reasons', async () => {
     const { context, page } = await d.rig.newPage();
-    await signIn(page, user.email, user.password);
+    await signIn(page, user);
     await page.getByRole('link', { name: 'Transactions' }).click();
     await page.waitForURL('**/transactions');
     const rows = page.getByTestId('ledger-row');
@@ -50,7 +43,7 @@ describe('transactions and the account', () => {
     const { context, page } = await d.rig.newPage();
     // The picture's host is not reachable from here: the browser gets a stand-in PNG.
     await page.route('https://avatars.example.test/**', (route) => route.fulfill({ status: 200, contentType: 'image/png', body: PNG }));
-    await signIn(page, owner.email, owner.password);
+    await signIn(page, owner);
     await page.getByRole('link', { name: 'Account' }).click();
     await page.waitForURL('**/account');
     await page.getByLabel(/^Avatar/).fill('https://avatars.example.test/me.png');
@@ -83,8 +76,8 @@ describe('transactions and the account', () => {
   it('changes the name and the password (the current one is checked), then deletes the account', async () => {
     const { context, page } = await d.rig.newPage();
     const other = await d.rig.newPage();
-    await signIn(page, user.email, user.password);
-    await signIn(other.page, user.email, user.password);
+    await signIn(page, user);
+    await signIn(other.page, user);
     await page.getByRole('link', { name: 'Account' }).click();
     await page.waitForURL('**/account');
 

@@ -8,7 +8,7 @@ import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { FakeProvider } from './helpers/fake-provider';
 import { FakeStripe } from './helpers/fake-stripe';
-import { useDashboard } from './helpers/browser';
+import { signIn, useDashboard } from './helpers/browser';
 import './helpers/locator-matchers';
 import { STRIPE_WEBHOOK, STRIPE_WEBHOOK_SECRET } from './helpers/stripe';
 import { registerUser, TestUser } from './helpers/users';
@@ -16,13 +16,6 @@ import { registerUser, TestUser } from './helpers/users';
 const CATALOG_PATH = path.join(__dirname, 'fixtures/catalog.json');
 const stripe = new FakeStripe();
 
-async function signIn(page: Page, user: TestUser): Promise<void> {
-  await page.goto('/sign-in');
-  await page.getByLabel('E-mail').fill(user.email);
-  await page.getByLabel('Password').fill(user.password);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.waitForURL('**/overview');
-}
 
 /** Stripe's payment page is not reachable from here (nor wanted): the browser gets a stand-in. */
 async function standInForStripe(page: Page): Promise<string[]> {

@@ -4,17 +4,10 @@
  * the page says which plans unlock keys.
  */
 import type { BrowserContext, Page } from 'playwright-core';
-import { useDashboard, screenshot } from './helpers/browser';
+import { screenshot, signIn, useDashboard } from './helpers/browser';
 import './helpers/locator-matchers';
 import { userOnPlan } from './helpers/users';
 
-async function signIn(page: Page, email: string, password: string): Promise<void> {
-  await page.goto('/sign-in');
-  await page.getByLabel('E-mail').fill(email);
-  await page.getByLabel('Password').fill(password);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.waitForURL('**/overview');
-}
 
 describe('API keys in the dashboard', () => {
   const d = useDashboard();
@@ -30,7 +23,7 @@ describe('API keys in the dashboard', () => {
 
   it('a vip account creates a key, sees it once, then sees when it was last used, and deletes it', async () => {
     const vip = await userOnPlan(d.rig.app, 'vip');
-    await signIn(page, vip.email, vip.password);
+    await signIn(page, vip);
     await page.getByRole('link', { name: 'API keys' }).click();
     await page.waitForURL('**/keys');
     await page.getByLabel('Key name').fill('build server');
@@ -80,7 +73,7 @@ describe('API keys in the dashboard', () => {
 
   it('below vip, the page says which plans unlock keys and offers no form', async () => {
     const pro = await userOnPlan(d.rig.app, 'pro');
-    await signIn(page, pro.email, pro.password);
+    await signIn(page, pro);
     await page.goto('/keys');
     const locked = page.getByTestId('keys-locked');
     await locked.waitFor();

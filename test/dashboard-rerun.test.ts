@@ -7,19 +7,12 @@ import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { Generation } from '../shared/db/entities';
 import { FakeProvider } from './helpers/fake-provider';
-import { useDashboard } from './helpers/browser';
+import { signIn, useDashboard } from './helpers/browser';
 import './helpers/locator-matchers';
 import { registerUser, TestUser } from './helpers/users';
 
 const CATALOG_PATH = path.join(__dirname, 'fixtures/catalog.json');
 
-async function signIn(page: Page, user: TestUser): Promise<void> {
-  await page.goto('/sign-in');
-  await page.getByLabel('E-mail').fill(user.email);
-  await page.getByLabel('Password').fill(user.password);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.waitForURL('**/overview');
-}
 
 describe('run again from the history', () => {
   const d = useDashboard({ CATALOG_PATH }, { providers: [new FakeProvider('fake').adapter()] });

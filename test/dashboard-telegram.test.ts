@@ -8,19 +8,12 @@ import { Identity, User } from '../shared/db/entities';
 import { TEXTS } from '../shared/telegram/texts';
 import { en } from '../web/src/messages/en';
 import { ru } from '../web/src/messages/ru';
-import { cspViolations, screenshot, useDashboard } from './helpers/browser';
+import { cspViolations, screenshot, signIn, useDashboard } from './helpers/browser';
 import './helpers/locator-matchers';
 import { registerUser } from './helpers/users';
 
 const BOT_TOKEN = '7000000001:AAH-test-bot-token_for-gensvc';
 
-async function signIn(page: Page, email: string, password: string): Promise<void> {
-  await page.goto('/sign-in');
-  await page.getByLabel('E-mail').fill(email);
-  await page.getByLabel('Password').fill(password);
-  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
-  await page.waitForURL('**/overview');
-}
 
 describe('the words of the bot and the dashboard', () => {
   it('the bot names the page and the heading the dashboard shows', () => {
@@ -79,7 +72,7 @@ describe('Account → Link Telegram', () => {
     const code = await app.container.links.createCode(telegram.id);
 
     const { context, page } = await d.rig.newPage();
-    await signIn(page, web.email, web.password);
+    await signIn(page, web);
     await page.goto('/account');
     await page.getByLabel('Link code').fill(code);
     await page.getByRole('button', { name: 'Link Telegram' }).click();

@@ -112,6 +112,16 @@ export function useDashboard(env: Record<string, string> | (() => Record<string,
   };
 }
 
+/** Signs in through the page's own form, as a person does, and waits for the overview. */
+export async function signIn(page: Page, who: { email: string; password: string }): Promise<void> {
+  await page.goto('/sign-in');
+  await page.getByLabel('E-mail').fill(who.email);
+  await page.getByLabel('Password').fill(who.password);
+  // Exact: with a bot token or OIDC set, "Sign in with Telegram" and the like are buttons too.
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+  await page.waitForURL('**/overview');
+}
+
 export async function cspViolations(page: Page): Promise<string[]> {
   return page.evaluate(() => (globalThis as unknown as PageWindow).__cspViolations ?? []);
 }
