@@ -4,14 +4,17 @@
  * on one embedded gensvc run under `node --cpu-prof`, then a summary of where its CPU went: self
  * time by function and by area (our code, each dependency, node internals, GC, idle). Needs
  * `npm run build`. PROFILE_SECONDS (12), BENCH_CONNECTIONS (20); PROFILE_DIR keeps the profile;
- * BENCH_DIST profiles another build (an earlier commit's dist/, to compare).
+ * BENCH_DIST profiles another build (an earlier commit's dist/, to compare). With
+ * BENCH_DATABASE_URL and BENCH_REDIS_URL it profiles the `web` process of the Procfile's shape
+ * instead (release, then web with WEB_CONCURRENCY=1 under the profiler, and a worker process).
  */
 import autocannon from 'autocannon';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { distEntry, freePort, spawnRole, waitForHttp } from './processes';
+import { createMysqlDatabase, dropMysqlDatabase } from '../shared/db/mysql-admin';
+import { distEntry, freePort, RoleProcess, spawnRole, waitForHttp } from './processes';
 
 const seconds = Number(process.env.PROFILE_SECONDS ?? 12);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 20);
@@ -84,8 +87,19 @@ async function main(): Promise<void> {
   const profileDir = process.env.PROFILE_DIR ?? fs.mkdtempSync(path.join(os.tmpdir(), 'gensvc-cpuprof-'));
   const port = await freePort();
   const window = { from: 0, to: 0 };
-  const env = { OPENAI_BASE_URL: `${upstreamUrl}/v1`, OPENAI_API_KEY: 'sk-bench', OPENAI_MAX_CONCURRENCY: '2000', LOG_LEVEL: 'warn', DATA_DIR: dataDir, PORT: String(port) };
-  const app = spawnRole('gensvc', distEntry('main.js'), env, [], { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] });
+  const env: Record<string, string> = { OPENAI_BASE_URL: `${upstreamUrl}/v1`, OPENAI_API_KEY: 'sk-bench', OPENAI_MAX_CONCURRENCY: '2000', LOG_LEVEL: 'warn', DATA_DIR: dataDir, PORT: String(port) };
+  const profiler = { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] };
+  const databaseServer = process.env.BENCH_DATABASE_URL;
+  const redisUrl = process.env.BENCH_REDIS_URL;
+  const databaseUrl = databaseServer && redisUrl ? await createMysqlDatabase(databaseServer, 'gensvc_profile') : null;
+  const processes: RoleProcess[] = [];
+  if (databaseUrl && redisUrl) {
+    Object.assign(env, { DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, REDIS_KEY_PREFIX: `profile-${crypto.randomBytes(3).toString('hex')}`, JWT_SECRET: crypto.randomBytes(32).toString('hex') });
+    if ((await spawnRole('release', distEntry('cli/migrate.js'), env).exited) !== 0) throw new Error('release failed');
+    processes.push(spawnRole('web', distEntry('api/main.js'), { ...env, WEB_CONCURRENCY: '1' }, [], profiler), spawnRole('worker', distEntry('worker/main.js'), env));
+  } else {
+    processes.push(spawnRole('gensvc', distEntry('main.js'), env, [], profiler));
+  }
   try {
     const url = `http://127.0.0.1:${port}`;
     await waitForHttp(`${url}/health`, 60_000);
@@ -107,9 +121,10 @@ async function main(): Promise<void> {
     window.to = monotonicMicros();
     console.log(`load: ${result.requests.average.toFixed(0)} req/s, p50 ${result.latency.p50} ms, p99 ${result.latency.p99} ms, non-2xx ${result.non2xx}`);
   } finally {
-    await app.stop();
+    for (const role of processes) await role.stop();
     await upstream.stop();
     fs.rmSync(dataDir, { recursive: true, force: true });
+    if (databaseUrl) await dropMysqlDatabase(databaseUrl);
   }
   const file = fs.readdirSync(profileDir).filter((f) => f.endsWith('.cpuprofile')).map((f) => path.join(profileDir, f))[0];
   if (!file) throw new Error(`no profile written in ${profileDir}`);

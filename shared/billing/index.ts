@@ -107,7 +107,7 @@ export class Billing {
       const unguarded = writes.find((write) => !write.sql.includes(sql.MYSQL_HELD));
       if (unguarded) throw new Error(`a write after a hold must carry onlyIfHeld: ${unguarded.sql.slice(0, 80)}`);
       const holding = params.price > 0 ? [{ sql: sql.HOLD, params }, { sql: sql.MYSQL_HOLD_RESULT }] : [{ sql: sql.MYSQL_NOTHING_TO_HOLD }];
-      const results = await mysql.transaction([...holding, ...writes, { sql: sql.MYSQL_HELD_FLAG }]);
+      const results = await mysql.transaction([...holding, ...writes, { sql: sql.MYSQL_HELD_FLAG }], hold.userId);
       if (Number(rowsAt(results, results.length - 1)[0]?.held) !== 1) return null;
       return results.slice(holding.length, -1) as WriteResult[];
     }
@@ -128,7 +128,7 @@ export class Billing {
     if (mysql) {
       const statements: Statement[] = [finish, { sql: sql.MYSQL_WON_RESULT }, ...sql.MYSQL_CAPTURE.map((text) => ({ sql: text, params })), { sql: sql.MYSQL_CAPTURE_RESULT }];
       if (read) statements.push(read);
-      const results = await mysql.transaction(statements);
+      const results = await mysql.transaction(statements, charge.userId);
       const outcome = rowsAt(results, read ? results.length - 2 : results.length - 1)[0];
       if (!outcome || Number(outcome.won) !== 1) return null;
       return { charged: Number(outcome.charged), balance: Number(outcome.balance), read: read ? (rowsAt(results, results.length - 1)[0] ?? null) : null };
@@ -160,7 +160,7 @@ export class Billing {
     const mysql = this.db.mysql;
     if (mysql) {
       const release = params.price > 0 ? [{ sql: sql.MYSQL_RELEASE_IF_WON, params }] : [];
-      const results = await mysql.transaction([finish, { sql: sql.MYSQL_WON_RESULT }, ...release, { sql: sql.MYSQL_WON_FLAG }]);
+      const results = await mysql.transaction([finish, { sql: sql.MYSQL_WON_RESULT }, ...release, { sql: sql.MYSQL_WON_FLAG }], hold.userId);
       return Number(rowsAt(results, results.length - 1)[0]?.won) === 1;
     }
     return this.db.sqliteWrite((sqlite) => {

@@ -13,6 +13,7 @@
 import createCompiler from 'named-placeholders';
 import type { EntityManager } from 'typeorm';
 import type { Pool, PoolConnection, QueryOptions } from 'mysql2';
+import { MysqlGroupCommit } from './mysql-group-commit';
 
 export type Row = Record<string, unknown>;
 export type NamedParams = Readonly<Record<string, unknown>>;
@@ -143,7 +144,11 @@ export type BatchResult = Array<Row[] | WriteResult>;
  * transaction included, travels in one round trip. Values are always bound, never spliced in.
  */
 export class MysqlRaw {
-  constructor(private readonly pool: Pool) {}
+  readonly groupCommit: MysqlGroupCommit;
+
+  constructor(private readonly pool: Pool) {
+    this.groupCommit = new MysqlGroupCommit({ connection: () => this.connection(), retryLockConflicts });
+  }
 
   query<T = Row>(statement: Statement): Promise<T[]> {
     const { sql, values } = positional(statement);
@@ -161,29 +166,15 @@ export class MysqlRaw {
   }
 
   /**
-   * Runs `statements` as one transaction in one round trip, and answers one result per statement.
-   * If a statement fails, the rest do not run and the transaction is rolled back before the
-   * connection goes back to the pool; a deadlock or lock wait runs the whole of it again.
+   * Runs `statements` as one transaction and answers one result per statement. `key` is the owner
+   * whose rows it locks: transactions of one key asked for together travel in one round trip and
+   * commit together (mysql-group-commit.ts). If a statement fails, the rest do not run and the
+   * transaction is rolled back; a deadlock or lock wait runs the whole of it again.
    */
-  transaction(statements: ReadonlyArray<Statement>): Promise<BatchResult> {
+  async transaction(statements: ReadonlyArray<Statement>, key: number): Promise<BatchResult> {
     const compiled = statements.map(positional);
-    const sql = ['START TRANSACTION', ...compiled.map((c) => c.sql), 'COMMIT'].join(';\n');
-    const values = compiled.flatMap((c) => c.values);
-    return retryLockConflicts(async () => {
-      const connection = await this.connection();
-      try {
-        const results = (await send(connection, sql, values)) as unknown[];
-        connection.release();
-        // Without the results of START TRANSACTION and COMMIT.
-        return results.slice(1, -1).map((result) => (Array.isArray(result) ? (result as Row[]) : writeResult(result)));
-      } catch (error) {
-        await send(connection, 'ROLLBACK', []).then(
-          () => connection.release(),
-          () => connection.destroy(),
-        );
-        throw error;
-      }
-    });
+    const results = await this.groupCommit.run({ sql: compiled.map((c) => c.sql).join(';\n'), values: compiled.flatMap((c) => c.values), statements: compiled.length }, key);
+    return results.map((result) => (Array.isArray(result) ? (result as Row[]) : writeResult(result)));
   }
 
   private connection(): Promise<PoolConnection> {
@@ -196,12 +187,6 @@ export class MysqlRaw {
 /** mysql2 types its values as mutable; it only reads them. */
 function options(sql: string, values: ReadonlyArray<unknown>): QueryOptions {
   return { sql, values: values as QueryOptions['values'] };
-}
-
-function send(connection: PoolConnection, sql: string, values: ReadonlyArray<unknown>): Promise<unknown> {
-  return new Promise((resolve, reject) => {
-    connection.query(options(sql, values), (error, result) => (error ? reject(error) : resolve(result)));
-  });
 }
 
 function writeResult(result: unknown): WriteResult {

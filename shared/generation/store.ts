@@ -169,7 +169,7 @@ export class GenerationStore {
     const mysql = this.db.mysql;
     if (mysql) {
       // One transaction: the row read is the one claimed (a cancel cannot slip in between).
-      const results = await mysql.transaction([claim, read]);
+      const results = await mysql.transaction([claim, read], id);
       const [row] = rowsAt(results, 1);
       return writeAt(results, 0).affected === 1 && row ? this.rows.hydrate(row) : null;
     }

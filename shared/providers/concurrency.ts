@@ -139,14 +139,29 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 return redis.call('ZCARD', KEYS[1])`;
 
+/** The scripts as commands of the client: sent by their SHA1 (EVALSHA), not their text, each call. */
+interface SlotCommands {
+  gensvcAcquireSlot(key: string, cap: number, holder: string, leaseMs: number): Promise<number>;
+  gensvcRenewSlot(key: string, holder: string, leaseMs: number): Promise<number>;
+  gensvcCountSlots(key: string): Promise<number>;
+}
+
 /** Global caps: one sorted set of leases per provider in Redis. */
 export class RedisProviderSlots implements ProviderSlots {
+  private readonly commands: SlotCommands;
+
   constructor(
     private readonly redis: Redis,
     private readonly prefix: string,
     private readonly caps: Record<string, number>,
     private readonly leaseMs = SLOT_LEASE_MS,
-  ) {}
+  ) {
+    // ioredis loads each script once (EVALSHA, and EVAL again after a NOSCRIPT) and adds the methods.
+    redis.defineCommand('gensvcAcquireSlot', { numberOfKeys: 1, lua: ACQUIRE_SCRIPT });
+    redis.defineCommand('gensvcRenewSlot', { numberOfKeys: 1, lua: RENEW_SCRIPT });
+    redis.defineCommand('gensvcCountSlots', { numberOfKeys: 1, lua: COUNT_SCRIPT });
+    this.commands = redis as unknown as SlotCommands;
+  }
 
   private key(provider: string): string {
     return `${this.prefix}:provider-slots:${provider}`;
@@ -159,14 +174,14 @@ export class RedisProviderSlots implements ProviderSlots {
     const holder = randomUUID();
     const giveUpAt = Date.now() + Math.max(0, waitMs);
     for (;;) {
-      const won = await this.redis.eval(ACQUIRE_SCRIPT, 1, key, cap, holder, this.leaseMs);
+      const won = await this.commands.gensvcAcquireSlot(key, cap, holder, this.leaseMs);
       if (won === 1) break;
       if (signal?.aborted || Date.now() + POLL_MS > giveUpAt) return null;
       // Jitter keeps waiting processes from asking in lockstep.
       await sleep(POLL_MS / 2 + Math.random() * POLL_MS, signal);
     }
     const renew = setInterval(() => {
-      void this.redis.eval(RENEW_SCRIPT, 1, key, holder, this.leaseMs).catch(() => undefined);
+      void this.commands.gensvcRenewSlot(key, holder, this.leaseMs).catch(() => undefined);
     }, Math.floor(this.leaseMs / 3));
     renew.unref();
     let released = false;
@@ -179,6 +194,6 @@ export class RedisProviderSlots implements ProviderSlots {
   }
 
   async inUse(provider: string): Promise<number> {
-    return Number(await this.redis.eval(COUNT_SCRIPT, 1, this.key(provider)));
+    return Number(await this.commands.gensvcCountSlots(this.key(provider)));
   }
 }

@@ -1,0 +1,65 @@
+/**
+ * MySQL's group commit (shared/db/mysql-group-commit.ts): transactions asked for together travel
+ * in one round trip and commit once, yet each keeps its own results and its own outcome. The
+ * money rules that run through it are in billing.test.ts (concurrent holds, captures and
+ * releases, now batched on MySQL). MySQL only: SQLite has a group commit of its own (database.ts).
+ */
+import { useTestApp } from './helpers/app';
+import { storeKind } from './helpers/stores';
+
+const run = storeKind() === 'mysql-redis' ? describe : describe.skip;
+
+run('MySQL group commit', () => {
+  const t = useTestApp();
+  const mysql = () => {
+    const raw = t.app.container.db.mysql;
+    if (!raw) throw new Error('this suite needs the MySQL store');
+    return raw;
+  };
+
+  beforeAll(async () => {
+    await t.app.container.db.write({ sql: 'CREATE TABLE group_commit_probe (id INT PRIMARY KEY, note VARCHAR(20) NOT NULL)' });
+  });
+
+  it('sends transactions asked for together in fewer round trips, each with its own results', async () => {
+    const before = { ...mysql().groupCommit.sent };
+    const results = await Promise.all(
+      Array.from({ length: 12 }, (_, n) => mysql().transaction([{ sql: 'SET @probe := :n', params: { n } }, { sql: 'SELECT @probe AS n, :n AS asked', params: { n } }], 7)),
+    );
+    results.forEach((result, n) => expect(result[1]).toEqual([{ n, asked: n }]));
+    const sent = mysql().groupCommit.sent;
+    expect(sent.transactions - before.transactions).toBe(12);
+    // All twelve were asked for in one turn of the event loop: one batch.
+    expect(sent.batches - before.batches).toBe(1);
+  });
+
+  it('fails only the transaction at fault, with its own writes undone, and commits the others', async () => {
+    const insert = (id: number, note: string) => ({ sql: 'INSERT INTO group_commit_probe (id, note) VALUES (:id, :note)', params: { id, note } });
+    const before = { ...mysql().groupCommit.sent };
+    const outcomes = await Promise.allSettled([
+      mysql().transaction([insert(1, 'first')], 1),
+      mysql().transaction([insert(2, 'second')], 1),
+      // Its first row would be written, then its second breaks the primary key.
+      mysql().transaction([insert(100, 'undone'), insert(100, 'duplicate')], 1),
+      mysql().transaction([insert(3, 'third')], 1),
+    ]);
+    expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+    expect((outcomes[2] as PromiseRejectedResult).reason).toMatchObject({ code: 'ER_DUP_ENTRY' });
+    for (const i of [0, 1, 3]) expect((outcomes[i] as PromiseFulfilledResult<unknown>).value).toEqual([{ affected: 1, insertId: 0 }]);
+    const rows = await t.app.container.db.read<{ id: number; note: string }>({ sql: 'SELECT id, note FROM group_commit_probe ORDER BY id' });
+    expect(rows).toEqual([
+      { id: 1, note: 'first' },
+      { id: 2, note: 'second' },
+      { id: 3, note: 'third' },
+    ]);
+    // They went out as one batch (then, after its rollback, one by one).
+    expect(mysql().groupCommit.sent.batches - before.batches).toBe(1);
+  });
+
+  it('sends a transaction of a quiet service alone and at once', async () => {
+    const before = { ...mysql().groupCommit.sent };
+    const [result] = await mysql().transaction([{ sql: 'SELECT 1 AS one' }], 3);
+    expect(result).toEqual([{ one: 1 }]);
+    expect(mysql().groupCommit.sent.batches - before.batches).toBe(1);
+  });
+});
