@@ -193,11 +193,30 @@ describe('identity-provider login (endpoints from discovery)', () => {
       expect(malformed.body.code).toBe('validation_failed');
     });
 
+    it("checks the authorization response's iss (RFC 9207): another issuer is refused before the code is exchanged", async () => {
+      const before = t.provider.tokenRequests.length;
+      for (const iss of ['https://evil.example.test', `${t.provider.issuer}/other`, `${t.provider.issuer}//`]) {
+        const code = t.provider.issueCode(REDIRECT_URI, await idToken());
+        const refused = await login({ code, redirect_uri: REDIRECT_URI, iss });
+        expect(refused.status).toBe(401);
+        expect(refused.body).toMatchObject({ code: 'invalid_identity_token', detail: 'The authorization response came from another issuer' });
+      }
+      // Never sent to the token endpoint.
+      expect(t.provider.tokenRequests).toHaveLength(before);
+
+      // The issuer's own iss (either spelling of its trailing slash) goes through, as does none.
+      for (const iss of [t.provider.issuer, `${t.provider.issuer}/`, undefined]) {
+        const code = t.provider.issueCode(REDIRECT_URI, await idToken());
+        expect((await login({ code, redirect_uri: REDIRECT_URI, ...(iss === undefined ? {} : { iss }) })).status).toBe(200);
+      }
+      expect(t.provider.tokenRequests).toHaveLength(before + 3);
+    });
+
     it('GET /auth/providers names the authorization endpoint from discovery', async () => {
       const res = await t.app.http().get('/api/v2/auth/providers').expect(200);
       expect(res.body).toEqual({
         telegram: null,
-        identity_provider: { name: null, authorization_endpoint: `${t.provider.issuer}/authorize`, client_id: t.provider.clientId, scope: 'openid email profile' },
+        identity_provider: { name: null, issuer: t.provider.issuer, authorization_endpoint: `${t.provider.issuer}/authorize`, client_id: t.provider.clientId, scope: 'openid email profile' },
       });
     });
 
@@ -382,7 +401,7 @@ describe('identity-provider login with OIDC_AUTHORIZATION_URL and a name', () =>
   it('GET /auth/providers names them without asking for discovery', async () => {
     t.provider.discoveryEnabled = false;
     const res = await t.app.http().get('/api/v2/auth/providers').expect(200);
-    expect(res.body.identity_provider).toEqual({ name: 'Acme ID', authorization_endpoint: `${t.provider.issuer}/login`, client_id: t.provider.clientId, scope: 'openid email profile' });
+    expect(res.body.identity_provider).toEqual({ name: 'Acme ID', issuer: t.provider.issuer, authorization_endpoint: `${t.provider.issuer}/login`, client_id: t.provider.clientId, scope: 'openid email profile' });
     expect(t.provider.hits.get('/.well-known/openid-configuration')).toBeUndefined();
   });
 });

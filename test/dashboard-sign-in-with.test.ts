@@ -3,7 +3,8 @@
  * no third party's script on the page: Telegram's login is its redirect protocol
  * (oauth.telegram.org/auth → return_to#tgAuthResult=<base64url JSON of the signed fields>),
  * played here by intercepting oauth.telegram.org; the identity provider is the fake OpenID
- * provider on loopback (authorization code with PKCE S256 and a state checked on return).
+ * provider on loopback (authorization code with PKCE S256; the state, and the `iss` of RFC 9207,
+ * checked on return).
  */
 import crypto from 'node:crypto';
 import type { Page, Route } from 'playwright-core';
@@ -62,7 +63,7 @@ describe('signing in with Telegram and with the identity provider', () => {
     const res = await d.rig.app.http().get('/api/v2/auth/providers').expect(200);
     expect(res.body).toEqual({
       telegram: { bot_id: 7000000001 },
-      identity_provider: { name: 'Acme ID', authorization_endpoint: `${oidc.issuer}/authorize`, client_id: oidc.clientId, scope: 'openid email profile' },
+      identity_provider: { name: 'Acme ID', issuer: oidc.issuer, authorization_endpoint: `${oidc.issuer}/authorize`, client_id: oidc.clientId, scope: 'openid email profile' },
     });
   });
 
@@ -108,7 +109,7 @@ describe('signing in with Telegram and with the identity provider', () => {
     await tampered.context.close();
   });
 
-  it('Sign in with Acme ID: the code flow with state and PKCE signs the person in; a forged return is refused', async () => {
+  it('Sign in with Acme ID: the code flow with state and PKCE signs the person in; a forged return or an answer from another issuer is refused', async () => {
     oidc.authorizeAs = { sub: 'acme-1', now: nowSeconds(), claims: { email: 'ann@acme.test', email_verified: true, name: 'Ann Acme' } };
     const { context, page } = await d.rig.newPage();
     // Sent to sign in from a page, the person comes back to that page after the trip to the provider.
@@ -136,6 +137,19 @@ describe('signing in with Telegram and with the identity provider', () => {
     await forged.page.goto('/auth/callback?code=stolen&state=guessed');
     await forged.page.getByText('This sign-in was not started on this page').waitFor();
     expect(oidc.tokenRequests).toHaveLength(exchanges);
+
+    // A mix-up (RFC 9207): this tab's own state, but the answer names another issuer. Refused
+    // like a return this tab did not start, and the code is not sent to the API.
+    oidc.responseIssuer = 'https://evil.example.test';
+    try {
+      await toSignIn(forged.page);
+      await forged.page.getByRole('button', { name: 'Sign in with Acme ID' }).click();
+      await forged.page.getByText('This sign-in was not started on this page').waitFor();
+      expect(new URL(oidc.authorizeRequests.at(-1)!.redirect_uri!).pathname).toBe('/auth/callback');
+      expect(oidc.tokenRequests).toHaveLength(exchanges);
+    } finally {
+      oidc.responseIssuer = undefined;
+    }
 
     // The provider saying no (the person cancelled) is said too.
     oidc.authorizeAs = null;

@@ -191,6 +191,37 @@ describe('images, aliases and prices', () => {
     }
   });
 
+  it("uses the account's default image size when a request names none (and the model offers it), in the price too", async () => {
+    const user = await userOnPlan(t.app, 'basic');
+    const settings = await t.app.http().patch('/api/v2/user/settings').set(...auth(user)).send({ default_image_size: '1792x1024' });
+    expect(settings.status).toBe(200);
+
+    // Quoted to the account as charged: the wide size costs double.
+    expect((await t.app.http().post('/api/v2/models/fake-image/calculate-price').set(...auth(user)).send({})).body).toMatchObject({ token_cost: 8, params: { size: '1792x1024' } });
+    // A visitor without an account is quoted the model's own default.
+    expect((await t.app.http().post('/api/v2/models/fake-image/calculate-price').send({})).body).toMatchObject({ token_cost: 4, params: { size: '1024x1024' } });
+
+    // The size the generation was made with, as stored with its request.
+    const sizeOf = async (id: number) => (await t.app.container.generations.requestOf(await t.app.container.db.repo(Generation).findOneByOrFail({ id }))).params.size;
+    const wide = await t.app.http().post('/api/v2/generate').set(...auth(user)).send({ model: 'fake-image', prompt: 'a wide cat' });
+    expect(wide.body).toMatchObject({ status: 'completed', tokens_spent: 8 });
+    expect(await sizeOf(wide.body.id)).toBe('1792x1024');
+
+    // A size in the request wins, at the top level or in params.
+    const square = await t.app.http().post('/api/v2/generate').set(...auth(user)).send({ model: 'fake-image', prompt: 'a cat', size: '1024x1024' });
+    expect(square.body).toMatchObject({ tokens_spent: 4 });
+    expect(await sizeOf(square.body.id)).toBe('1024x1024');
+    const tall = await t.app.http().post('/api/v2/generate').set(...auth(user)).send({ model: 'fake-image', prompt: 'a cat', params: { size: '1024x1792' } });
+    expect(tall.body).toMatchObject({ tokens_spent: 8 });
+    expect(await sizeOf(tall.body.id)).toBe('1024x1792');
+
+    // A size the model does not offer leaves the model's default.
+    await t.app.http().patch('/api/v2/user/settings').set(...auth(user)).send({ default_image_size: '512x768' });
+    const fallback = await t.app.http().post('/api/v2/generate').set(...auth(user)).send({ model: 'fake-image', prompt: 'a cat' });
+    expect(fallback.body).toMatchObject({ status: 'completed', tokens_spent: 4 });
+    expect(await sizeOf(fallback.body.id)).toBe('1024x1024');
+  });
+
   it('serves the result file with its content type, length and ranges', async () => {
     const user = await registerUser(t.app);
     const res = await t.app.http().post('/api/v2/generate').set(...auth(user)).send({ model: 'fake-image', prompt: 'a cat' });

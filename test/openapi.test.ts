@@ -349,6 +349,7 @@ describe('answers of the real app', () => {
     await call('GET /api/v2/webhooks', { auth: auth(vip) });
     await call('POST /api/v2/webhooks/:id/test', { params: { id: hookId }, auth: auth(vip) });
     await call('GET /api/v2/webhooks/:id/deliveries', { params: { id: hookId }, auth: auth(vip) });
+    await call('POST /api/v2/webhooks/:id/enable', { params: { id: hookId }, auth: auth(vip) });
     await call('DELETE /api/v2/webhooks/:id', { params: { id: hookId }, auth: auth(vip) });
 
     // Billing

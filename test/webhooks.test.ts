@@ -152,3 +152,50 @@ it('retries a failing receiver with backoff, logs attempts, and disables a webho
   const old = await app.container.db.repo(WebhookDelivery).findOneByOrFail({ id: first.body.id });
   expect(old.status).toBe('failed');
 });
+
+it('turns a disabled webhook back on: its failure streak forgotten, new events delivered again; another user\'s is 404', async () => {
+  const user = await registerUser(app);
+  const hook = (await app.http().post('/api/v2/webhooks').set(...auth(user)).send({ url: `http://127.0.0.1:${port}/back-on` })).body;
+  // Disabled the way the service does it: its deliveries fail for 24 h.
+  answer = 500;
+  await app.http().post(`/api/v2/webhooks/${hook.id}/test`).set(...auth(user));
+  app.clock.advance(24 * 3600 + 1);
+  user.accessToken = (await app.http().post('/api/v2/auth/login').send({ email: user.email, password: user.password })).body.access_token;
+  await app.http().post(`/api/v2/webhooks/${hook.id}/test`).set(...auth(user));
+  const disabled = (await app.http().get('/api/v2/webhooks').set(...auth(user))).body.webhooks[0];
+  expect(disabled).toMatchObject({ is_active: false, disabled_at: expect.any(String), failing_since: expect.any(String) });
+
+  // While disabled, a generation's event is not sent.
+  answer = 200;
+  received.length = 0;
+  const quiet = await app.http().post('/api/v2/generate').set(...auth(user)).send({ model: 'fake-image', prompt: 'unheard' });
+  expect(quiet.status).toBe(200);
+  await new Promise((r) => setTimeout(r, 200));
+  expect(received.filter((r) => r.body.includes(`"generation_id":${quiet.body.id}`))).toHaveLength(0);
+
+  const stranger = await registerUser(app);
+  const refused = await app.http().post(`/api/v2/webhooks/${hook.id}/enable`).set(...auth(stranger));
+  expect(refused.status).toBe(404);
+  expect(refused.body).toEqual({ detail: 'Not found', code: 'not_found' });
+  expect((await app.http().get('/api/v2/webhooks').set(...auth(user))).body.webhooks[0].is_active).toBe(false);
+  expect((await app.http().post('/api/v2/webhooks/999999999/enable').set(...auth(user))).status).toBe(404);
+
+  const enabled = await app.http().post(`/api/v2/webhooks/${hook.id}/enable`).set(...auth(user));
+  expect(enabled.status).toBe(200);
+  expect(enabled.body).toEqual({ id: hook.id, url: hook.url, events: hook.events, is_active: true, failing_since: null, disabled_at: null, created_at: hook.created_at });
+  // Enabling an active webhook is answered as it is.
+  const again = await app.http().post(`/api/v2/webhooks/${hook.id}/enable`).set(...auth(user));
+  expect(again.status).toBe(200);
+  expect(again.body).toEqual(enabled.body);
+
+  const heard = await app.http().post('/api/v2/generate').set(...auth(user)).send({ model: 'fake-image', prompt: 'heard again' });
+  const delivery = await waitFor(() => received.find((r) => r.body.includes(`"generation_id":${heard.body.id}`)));
+  expect(JSON.parse(delivery.body)).toMatchObject({ event: 'generation.completed', generation_id: heard.body.id });
+
+  // The streak starts again: one failure now is not a day of failures.
+  answer = 500;
+  const failing = await app.http().post(`/api/v2/webhooks/${hook.id}/test`).set(...auth(user));
+  expect(failing.body.status).toBe('pending');
+  const after = (await app.http().get('/api/v2/webhooks').set(...auth(user))).body.webhooks[0];
+  expect(after).toMatchObject({ is_active: true, disabled_at: null, failing_since: app.clock.now().toISOString() });
+});

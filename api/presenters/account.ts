@@ -107,6 +107,7 @@ export function presentProviders(telegramBotId: number | null, identityProvider:
         ? null
         : {
             name: identityProvider.name ?? null,
+            issuer: identityProvider.issuer,
             authorization_endpoint: identityProvider.authorizationEndpoint,
             client_id: identityProvider.clientId,
             scope: identityProvider.scope,

@@ -41,7 +41,8 @@ export function modelRoutes(): Router<AppState, AppCustom> {
 
   router.post('/:slug/calculate-price', async (ctx) => {
     const body = parseBody(ctx, GenerateBody);
-    const quote = ctx.container.generations.price(splitRequestBody({ ...body, model: ctx.params.slug }));
+    // A signed-in caller is quoted what /generate would charge them: their default image size applies.
+    const quote = ctx.container.generations.price(splitRequestBody({ ...body, model: ctx.params.slug }), { account: ctx.state.caller?.user });
     ctx.body = presentPrice(quote, ctx.container.catalog.listing(quote.model));
   });
 

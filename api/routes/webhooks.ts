@@ -52,6 +52,11 @@ export function webhookRoutes(): Router<AppState, AppCustom> {
     ctx.body = presentDelivery(delivery);
   });
 
+  router.post('/:id/enable', async (ctx) => {
+    const hook = await ctx.container.webhooks.enable(callerOf(ctx).user.id, parseId(ctx.params.id));
+    ctx.body = presentWebhook(hook, false);
+  });
+
   return router;
 }
 
@@ -62,5 +67,6 @@ export const webhookRouteDocs: RouteDoc[] = [
   { method: 'get', path: '/api/v2/webhooks', tag, auth: 'user', summary: "The caller's webhooks", responses: { 200: { description: 'Webhooks', schema: WebhookList } } },
   { method: 'delete', path: '/api/v2/webhooks/:id', tag, auth: 'user', summary: 'Delete a webhook', params: IdParam, responses: { 204: { description: 'Deleted' } } },
   { method: 'get', path: '/api/v2/webhooks/:id/deliveries', tag, auth: 'user', summary: 'The delivery log of a webhook', params: IdParam, query: PageQuery, responses: { 200: { description: 'A page of deliveries', schema: pageOf(Delivery, 'DeliveryPage') } } },
+  { method: 'post', path: '/api/v2/webhooks/:id/enable', tag, auth: 'user', summary: 'Turn a disabled webhook back on', description: 'Clears `disabled_at` and the failure streak (`failing_since`); deliveries of new events resume. An active webhook is answered as it is.', params: IdParam, responses: { 200: { description: 'The webhook, active', schema: Webhook } } },
   { method: 'post', path: '/api/v2/webhooks/:id/test', tag, auth: 'user', summary: 'Send a test ping', params: IdParam, responses: { 200: { description: 'The delivery', schema: Delivery } } },
 ];

@@ -89,10 +89,11 @@ export function mediaDialog(services: BotServices, kind: MediaKind): (conversati
     if (setup.format) params.format = setup.format;
     for (const option of setup.options) {
       const priced = await conversation.external(async () => {
-        const balance = freeBalance((await services.accountOf(from)).user);
+        const { user } = await services.accountOf(from);
+        const balance = freeBalance(user);
         return option.values.map((value) => {
           try {
-            const price = generations.price({ model: chosenSlug, params: { ...params, [option.param]: value }, topLevel: {} }).price;
+            const price = generations.price({ model: chosenSlug, params: { ...params, [option.param]: value }, topLevel: {} }, { account: user }).price;
             return { value, price, affordable: price <= balance };
           } catch {
             return { value, price: null, affordable: true };
@@ -115,7 +116,7 @@ export function mediaDialog(services: BotServices, kind: MediaKind): (conversati
     const quote = await conversation.external(async () => {
       const a = await services.accountOf(from);
       try {
-        const { model, price } = generations.price({ model: chosenSlug, prompt, params, topLevel: {} }, { plan: a.plan, whole: true });
+        const { model, price } = generations.price({ model: chosenSlug, prompt, params, topLevel: {} }, { plan: a.plan, whole: true, account: a.user });
         const balance = freeBalance(a.user);
         return { ok: true as const, price, balance, name: model.name };
       } catch (error) {

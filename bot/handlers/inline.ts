@@ -100,7 +100,7 @@ export function registerInline(bot: Bot<BotContext>, services: BotServices): voi
       const id = `${kind === 'chat' ? 'c' : 'i'}:${model.slug}`;
       if (Buffer.byteLength(id) > RESULT_ID_BYTES) continue;
       try {
-        const { price } = generations.price(requestFor(kind, model, prompt), { plan: a.plan, whole: true });
+        const { price } = generations.price(requestFor(kind, model, prompt), { plan: a.plan, whole: true, account: a.user });
         if (price > balance) refused ??= texts.unaffordable(kind, price, balance);
         else offers.push({ kind, model, price });
       } catch (error) {

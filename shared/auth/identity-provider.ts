@@ -29,6 +29,8 @@ export interface OidcSettings {
 /** What a browser needs to start the authorization-code flow (GET /auth/providers). */
 export interface AuthorizationStart {
   name: string | undefined;
+  /** The issuer identifier an authorization response's `iss` must name (RFC 9207). */
+  issuer: string;
   authorizationEndpoint: string;
   clientId: string;
   scope: string;
@@ -105,13 +107,14 @@ export class IdentityProviderLogin {
   async authorizationStart(): Promise<AuthorizationStart | null> {
     if (!this.enabled) return null;
     const clientId = this.settings.clientId ?? '';
-    if (this.settings.authorizationUrl) return { name: this.settings.name, authorizationEndpoint: this.settings.authorizationUrl, clientId, scope: OIDC_SCOPE };
+    const issuer = this.settings.issuer ?? '';
+    if (this.settings.authorizationUrl) return { name: this.settings.name, issuer, authorizationEndpoint: this.settings.authorizationUrl, clientId, scope: OIDC_SCOPE };
     const endpoints = await this.discover().catch((error: Error) => {
       this.log.warn({ reason: error.message }, 'identity-provider discovery failed');
       return null;
     });
     if (!endpoints?.authorizationUrl) return null;
-    return { name: this.settings.name, authorizationEndpoint: endpoints.authorizationUrl, clientId, scope: OIDC_SCOPE };
+    return { name: this.settings.name, issuer, authorizationEndpoint: endpoints.authorizationUrl, clientId, scope: OIDC_SCOPE };
   }
 
   private async exchangeCode(code: string, redirectUri: string, codeVerifier: string | undefined, tokenUrl: string | undefined): Promise<string> {
@@ -160,11 +163,26 @@ export class IdentityProviderLogin {
     }
   }
 
+  /**
+   * RFC 9207 (mix-up defence): an authorization response that names its issuer must name this
+   * one, or its code may be another provider's, sent here to be exchanged. The configuration
+   * drops a trailing slash, so both spellings are this issuer.
+   */
+  isThisIssuer(iss: string): boolean {
+    const issuer = this.settings.issuer ?? '';
+    return iss === issuer || iss === `${issuer}/`;
+  }
+
   async login(
-    input: { id_token?: string; code?: string; redirect_uri?: string; code_verifier?: string },
+    input: { id_token?: string; code?: string; redirect_uri?: string; code_verifier?: string; iss?: string },
     client: ClientInfo,
   ): Promise<SignedIn & { isNewUser: boolean }> {
     if (!this.enabled) throw new AppError('feature_disabled', { detail: 'Identity-provider login is not configured on this server' });
+    // Before anything is asked of the provider: a code from another issuer is never exchanged.
+    if (input.iss !== undefined && !this.isThisIssuer(input.iss)) {
+      this.log.info({ iss: input.iss.slice(0, 200) }, 'identity-provider authorization response from another issuer');
+      throw new AppError('invalid_identity_token', { detail: 'The authorization response came from another issuer' });
+    }
     let endpoints: Endpoints;
     try {
       endpoints = await this.discover();

@@ -51,6 +51,18 @@ export interface GenerateRequest {
 }
 
 /**
+ * The account's default image size (settings' `default_image_size`) for an image request that
+ * names no size, when the model offers that size; otherwise the model's own default stands.
+ */
+export function withDefaultImageSize(model: CatalogModel, request: GenerateRequest, size: string | null | undefined): GenerateRequest {
+  if (!size || model.category !== 'image') return request;
+  const spec = paramSpecs(model).size;
+  if (spec?.type !== 'enum' || !spec.values.includes(size)) return request;
+  if (request.topLevel.size !== undefined || request.params?.size !== undefined) return request;
+  return { ...request, topLevel: { ...request.topLevel, size } };
+}
+
+/**
  * An installed assistant shapes the request: its model when the request names none, its default
  * params under the request's own, and its system prompt before the request's (decisions.md).
  */

@@ -24,7 +24,7 @@ import { bindGeneration } from '../observability/context';
 import type { Plan, PlanTable } from '../plans';
 import type { Queue } from '../queue/types';
 import type { Storage } from '../storage';
-import { applyAssistant, GenerateRequest, GenerationInput, normalizeInput, userTexts } from './input';
+import { applyAssistant, GenerateRequest, GenerationInput, normalizeInput, userTexts, withDefaultImageSize } from './input';
 import type { MediaInputs } from './media-inputs';
 import { normalizeParams } from './params';
 import { CANCELLED, GenerationRunner } from './runner';
@@ -122,11 +122,16 @@ export class Generations {
   /**
    * What a request would cost, with its params as normalized (defaults filled in). By default
    * only the params are checked (calculate-price needs no prompt); `whole` checks the request as
-   * `start` would. With a plan, a model the plan does not allow is refused (403).
+   * `start` would. With a plan, a model the plan does not allow is refused (403). With the
+   * account, its default image size fills a missing size, as `start` does for that account.
    */
-  price(request: GenerateRequest, options: { plan?: Plan; whole?: boolean } = {}): { model: CatalogModel; params: Record<string, unknown>; price: number } {
-    const model = this.model(request.model);
+  price(
+    original: GenerateRequest,
+    options: { plan?: Plan; whole?: boolean; account?: Pick<User, 'defaultImageSize'> } = {},
+  ): { model: CatalogModel; params: Record<string, unknown>; price: number } {
+    const model = this.model(original.model);
     if (options.plan && !this.deps.plans.allows(options.plan.name, model.minPlan)) throw new AppError('insufficient_plan');
+    const request = withDefaultImageSize(model, original, options.account?.defaultImageSize);
     const params = options.whole ? normalizeInput(model, request).params : normalizeParams(model, request.topLevel, request.params ?? {});
     return { model, params, price: priceOf(model, params) };
   }
@@ -288,7 +293,7 @@ export class Generations {
   private async accept(caller: GenerationCaller, { request, model }: Resolved, options: StartOptions): Promise<Accepted> {
     const { limiter, inputs, runner, store, storage } = this.deps;
     if (!this.deps.plans.allows(caller.plan.name, model.minPlan)) throw new AppError('insufficient_plan');
-    const input = normalizeInput(model, request);
+    const input = normalizeInput(model, withDefaultImageSize(model, request, caller.user.defaultImageSize));
     const price = priceOf(model, input.params);
     const now = this.deps.clock();
     const userId = caller.user.id;

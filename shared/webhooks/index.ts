@@ -6,7 +6,7 @@
  * disabled. URLs follow the URL-input rules (no private addresses unless URL_FETCH_ALLOW).
  */
 import crypto from 'node:crypto';
-import { IsNull, LessThanOrEqual } from 'typeorm';
+import { IsNull, LessThanOrEqual, Not } from 'typeorm';
 import { addSeconds, Clock } from '../clock';
 import type { Database } from '../db/database';
 import { Generation, Webhook, WebhookDelivery } from '../db/entities';
@@ -106,6 +106,17 @@ export class Webhooks {
   async delete(userId: number, id: number): Promise<void> {
     const deleted = await this.db.transaction(async (em) => (await em.getRepository(Webhook).delete({ id, userId })).affected);
     if (deleted !== 1) throw new AppError('not_found');
+  }
+
+  /**
+   * Turns a webhook that was disabled after a day of failures back on, its failure streak
+   * forgotten (so the 24 h window starts again with the next failure). Conditional on the row
+   * still being disabled: enabling an active webhook changes nothing and is not an error.
+   */
+  async enable(userId: number, id: number): Promise<Webhook> {
+    await this.get(userId, id);
+    await this.db.transaction((em) => em.getRepository(Webhook).update({ id, userId, disabledAt: Not(IsNull()) }, { disabledAt: null, failingSince: null }));
+    return this.get(userId, id);
   }
 
   async deliveries(userId: number, id: number, page: number, limit: number) {

@@ -47,6 +47,11 @@ export interface FakeOidcProvider {
   readonly authorizeRequests: Array<Record<string, string>>;
   /** Who signs in at /authorize (null: it answers 400 `access_denied` back to the client). */
   authorizeAs: { sub: string; now: number; claims?: JWTPayload & Record<string, unknown> } | null;
+  /**
+   * The `iss` /authorize sends back with its answer (RFC 9207): its own issuer by default; a
+   * string to impersonate another provider; null to send none (as providers before RFC 9207).
+   */
+  responseIssuer: string | null | undefined;
   /** How often each path was requested. */
   readonly hits: Map<string, number>;
   /** When false, the discovery document answers 404. */
@@ -88,7 +93,7 @@ export async function startFakeOidc(options: { clientId?: string; clientSecret?:
   const hits = new Map<string, number>();
   let base = '';
 
-  const state: { discoveryEnabled: boolean; authorizeAs: FakeOidcProvider['authorizeAs'] } = { discoveryEnabled: true, authorizeAs: null };
+  const state: { discoveryEnabled: boolean; authorizeAs: FakeOidcProvider['authorizeAs']; responseIssuer: string | null | undefined } = { discoveryEnabled: true, authorizeAs: null, responseIssuer: undefined };
 
   const sign = (o: IdTokenOptions): Promise<string> => {
     const signingKey = o.key ?? key;
@@ -111,6 +116,8 @@ export async function startFakeOidc(options: { clientId?: string; clientSecret?:
     if (query.client_id !== clientId || !redirect || !/^https?:\/\//.test(redirect)) return sendJson(res, 400, { error: 'invalid_request' });
     const back = new URL(redirect);
     if (query.state !== undefined) back.searchParams.set('state', query.state);
+    const responseIssuer = state.responseIssuer === undefined ? base : state.responseIssuer;
+    if (responseIssuer !== null) back.searchParams.set('iss', responseIssuer);
     const wants = (query.scope ?? '').split(' ');
     if (query.response_type !== 'code' || !wants.includes('openid')) back.searchParams.set('error', 'invalid_request');
     else if (query.code_challenge !== undefined && query.code_challenge_method !== 'S256') back.searchParams.set('error', 'invalid_request');
@@ -179,6 +186,12 @@ export async function startFakeOidc(options: { clientId?: string; clientSecret?:
     tokenRequests,
     authorizeRequests,
     hits,
+    get responseIssuer() {
+      return state.responseIssuer;
+    },
+    set responseIssuer(value) {
+      state.responseIssuer = value;
+    },
     get authorizeAs() {
       return state.authorizeAs;
     },

@@ -99,6 +99,7 @@ export const AuthProviders = z
     identity_provider: z
       .strictObject({
         name: z.string().nullable().meta({ description: 'OIDC_NAME, for "Sign in with <name>"' }),
+        issuer: z.string().meta({ description: "OIDC_ISSUER: the `iss` an authorization response must carry when it has one (RFC 9207)" }),
         authorization_endpoint: z.string(),
         client_id: z.string(),
         scope: z.string().meta({ example: 'openid email profile' }),

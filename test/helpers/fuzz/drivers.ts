@@ -1127,6 +1127,7 @@ export const DRIVERS: DriverTable = {
   'DELETE /api/v2/webhooks/:id': () => ({ callers: main, runs: 30, params: idOf('webhook') }),
   'GET /api/v2/webhooks/:id/deliveries': () => ({ callers: main, runs: 40, params: idOf('webhook'), query: pageQuery }),
   'POST /api/v2/webhooks/:id/test': () => ({ callers: main, runs: 40, params: idOf('webhook') }),
+  'POST /api/v2/webhooks/:id/enable': () => ({ callers: main, runs: 30, params: idOf('webhook') }),
 
   // Schedules
   'GET /api/v2/scheduled': () => ({ callers: main, runs: 20 }),

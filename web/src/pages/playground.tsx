@@ -16,9 +16,10 @@ import { uploadForm, UploadInputs, uploadPlan } from '../components/uploads';
 import { ErrorNotice, Loading, PageTitle } from '../components/ui';
 import { formatTokens } from '../format';
 import { useI18n } from '../i18n';
+import { withAccountSize } from '../image-sizes';
 import { Link, navigate, useLocation } from '../router';
 import { CATEGORIES, PLAN_ORDER } from '../types';
-import type { AssistantInfo, Generation, Model, PriceQuote } from '../types';
+import type { AssistantInfo, Generation, Model, PriceQuote, Settings } from '../types';
 
 const POLL_MS = 1500;
 const PRICE_DEBOUNCE_MS = 250;
@@ -75,11 +76,17 @@ export function Playground(): JSX.Element {
   const [error, setError] = useState<unknown>(null);
   const stop = useRef<AbortController | null>(null);
   const mounted = useRef(true);
+  /** The account's default image size: an image model that offers it starts with it. */
+  const accountSize = useRef<string | null>(null);
+  const startingParams = (next: Model): RawParams => withAccountSize(defaultParams(next.params), next, accountSize.current);
 
   useEffect(() => {
     mounted.current = true;
     const installed = assistantId ? get<{ assistants: AssistantInfo[] }>('/assistants').then((a) => a.assistants.find((x) => x.id === assistantId) ?? null) : Promise.resolve(null);
-    Promise.all([get<{ models: Model[] }>('/models'), installed]).then(([answer, chosen]) => {
+    // Unreadable settings leave the models' own defaults.
+    const settings = get<Settings>('/user/settings').catch(() => null);
+    Promise.all([get<{ models: Model[] }>('/models'), installed, settings]).then(([answer, chosen, accountSettings]) => {
+      accountSize.current = accountSettings?.default_image_size ?? null;
       setModels(answer.models);
       const own = chosen ? answer.models.find((m) => m.slug === chosen.model) : undefined;
       const first = own ?? answer.models.find((m) => rank(m.min_plan) <= rank(account.user.plan));
@@ -88,14 +95,14 @@ export function Playground(): JSX.Element {
       if (again) {
         choose(again);
         setPrompt(query.get('prompt') ?? '');
-        setRaw({ ...defaultParams(again.params), ...presetFrom(again, parsedParams(query.get('params'))) });
+        setRaw({ ...startingParams(again), ...presetFrom(again, parsedParams(query.get('params'))) });
         return;
       }
       if (first) choose(first);
       // The assistant's defaults fill the form, so the price shown is the price charged.
       if (own && chosen) {
         setAssistant(chosen);
-        setRaw({ ...defaultParams(own.params), ...presetFrom(own, chosen.default_params ?? {}) });
+        setRaw({ ...startingParams(own), ...presetFrom(own, chosen.default_params ?? {}) });
       }
     }, setError);
     return () => {
@@ -112,7 +119,7 @@ export function Playground(): JSX.Element {
   function choose(next: Model): void {
     setAssistant((current) => (current && current.model !== next.slug ? null : current));
     setSlug(next.slug);
-    setRaw(defaultParams(next.params));
+    setRaw(startingParams(next));
     setFiles({});
     setRun({ kind: 'idle' });
   }

@@ -1,11 +1,15 @@
-/** Settings: language (applied at once), image format, notifications; the signed-in devices with sign-out there. */
+/**
+ * Settings: language (applied at once), image format, the default image size (of the sizes the
+ * catalog's image models offer), notifications; the signed-in devices with sign-out there.
+ */
 import type { JSX } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { useAccount } from '../account';
 import { del, get, patch } from '../api';
 import { ErrorNotice, Loading, Notice, PageTitle } from '../components/ui';
 import { useI18n } from '../i18n';
-import type { SessionInfo, Settings } from '../types';
+import { offeredImageSizes, shapeOf } from '../image-sizes';
+import type { Model, SessionInfo, Settings } from '../types';
 
 export function SettingsPage(): JSX.Element {
   const i18n = useI18n();
@@ -13,6 +17,7 @@ export function SettingsPage(): JSX.Element {
   const account = useAccount();
   const [settings, setSettings] = useState<Settings | null>(null);
   const [sessions, setSessions] = useState<SessionInfo[] | null>(null);
+  const [sizes, setSizes] = useState<string[]>([]);
   const [error, setError] = useState<unknown>(null);
   const [saved, setSaved] = useState(false);
 
@@ -21,6 +26,8 @@ export function SettingsPage(): JSX.Element {
   };
   useEffect(() => {
     get<Settings>('/user/settings').then(setSettings, setError);
+    // Without the catalog the choice still shows the size in force.
+    get<{ models: Model[] }>('/models?category=image').then((answer) => setSizes(offeredImageSizes(answer.models)), () => undefined);
     loadSessions();
   }, []);
 
@@ -45,6 +52,8 @@ export function SettingsPage(): JSX.Element {
   };
 
   if (!settings) return error ? <ErrorNotice error={error} /> : <Loading />;
+  const current = settings.default_image_size;
+  const sizeChoices = current && !sizes.includes(current) ? [current, ...sizes] : sizes;
   return (
     <section>
       <PageTitle>{t('settings.title')}</PageTitle>
@@ -71,6 +80,19 @@ export function SettingsPage(): JSX.Element {
             <option value="jpeg">JPEG</option>
           </select>
         </label>
+        <label>
+          {t('settings.imageSize')}
+          <select name="default_image_size" aria-describedby="image-size-hint" value={current ?? ''} onChange={(e) => save({ default_image_size: e.currentTarget.value })}>
+            {sizeChoices.map((size) => (
+              <option key={size} value={size}>
+                {t(`settings.size.${shapeOf(size)}`, { size: size.replace('x', ' × ') })}
+              </option>
+            ))}
+          </select>
+        </label>
+        <p class="muted" id="image-size-hint">
+          {t('settings.imageSizeHint')}
+        </p>
         <label class="check">
           <input type="checkbox" name="notifications" checked={settings.notifications_enabled} onChange={(e) => save({ notifications_enabled: e.currentTarget.checked })} />
           {t('settings.notifications')}

@@ -7,8 +7,9 @@
  *   signed fields the widget would hand over, which POST /auth/messenger verifies.
  * - OpenID Connect, authorization-code flow with PKCE: a random `state` and `code_verifier` kept
  *   in sessionStorage (this tab only), the provider comes back to /auth/callback with `code` and
- *   `state`; the state must match, then POST /auth/identity-provider {code, redirect_uri,
- *   code_verifier} exchanges it on the server.
+ *   `state` (and `iss`, RFC 9207); the state must match, and `iss` when present must be the
+ *   issuer the flow was started with (a mix-up: another provider's code), then
+ *   POST /auth/identity-provider {code, redirect_uri, code_verifier, iss} exchanges it on the server.
  */
 import type { JSX } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
@@ -41,7 +42,7 @@ function cleanAddress(): void {
 
 interface Providers {
   telegram: { bot_id: number } | null;
-  identity_provider: { name: string | null; authorization_endpoint: string; client_id: string; scope: string } | null;
+  identity_provider: { name: string | null; issuer: string; authorization_endpoint: string; client_id: string; scope: string } | null;
 }
 
 function randomToken(bytes = 32): string {
@@ -75,7 +76,7 @@ async function startIdentityProvider(provider: NonNullable<Providers['identity_p
   const state = randomToken();
   const verifier = randomToken();
   const challenge = base64url(new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(verifier))));
-  sessionStorage.setItem(PENDING_KEY, JSON.stringify({ state, verifier }));
+  sessionStorage.setItem(PENDING_KEY, JSON.stringify({ state, verifier, issuer: provider.issuer }));
   const url = new URL(provider.authorization_endpoint);
   url.searchParams.set('client_id', provider.client_id);
   url.searchParams.set('redirect_uri', window.location.origin + IDENTITY_PROVIDER_RETURN_PATH);
@@ -175,14 +176,16 @@ export function IdentityProviderReturn({ onSignedIn }: { onSignedIn: () => Promi
   const { t } = useI18n();
   const { query } = useLocation();
   const outcome = useArrival(async () => {
-    const [code, state, refusal] = [query.get('code'), query.get('state'), query.get('error')];
+    const [code, state, refusal, iss] = [query.get('code'), query.get('state'), query.get('error'), query.get('iss')];
     const pendingText = sessionStorage.getItem(PENDING_KEY);
     sessionStorage.removeItem(PENDING_KEY);
     cleanAddress();
-    const pending = pendingText ? (JSON.parse(pendingText) as { state?: string; verifier?: string }) : null;
+    const pending = pendingText ? (JSON.parse(pendingText) as { state?: string; verifier?: string; issuer?: string }) : null;
     if (!pending?.state || pending.state !== state) return t('auth.stateMismatch');
+    // RFC 9207: an answer naming another issuer is a mix-up, refused like a return this tab did not start.
+    if (iss !== null && iss !== pending.issuer && iss !== `${pending.issuer ?? ''}/`) return t('auth.stateMismatch');
     if (!code) return t('auth.providerRefused', { error: refusal ?? '-' });
-    await signIn('/auth/identity-provider', { code, redirect_uri: window.location.origin + IDENTITY_PROVIDER_RETURN_PATH, code_verifier: pending.verifier });
+    await signIn('/auth/identity-provider', { code, redirect_uri: window.location.origin + IDENTITY_PROVIDER_RETURN_PATH, code_verifier: pending.verifier, ...(iss !== null ? { iss } : {}) });
     await onSignedIn();
     return null;
   });

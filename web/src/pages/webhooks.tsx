@@ -1,6 +1,6 @@
 /**
  * Webhooks: where the service posts generation events. Create (the signing secret shown once),
- * send a test ping, read the delivery log, delete after a confirmation.
+ * send a test ping, read the delivery log, turn a disabled one back on, delete after a confirmation.
  */
 import type { JSX } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
@@ -40,6 +40,12 @@ export function Webhooks(): JSX.Element {
       form.reset();
       setVersion((v) => v + 1);
     }, setError);
+  };
+
+  // The answer is the row as it now stands: it replaces the row in place, no list reload.
+  const enable = (hook: WebhookInfo): void => {
+    setError(null);
+    post<WebhookInfo>(`/webhooks/${hook.id}/enable`).then((fresh) => setHooks((rows) => rows?.map((row) => (row.id === fresh.id ? fresh : row)) ?? null), setError);
   };
 
   const status = (hook: WebhookInfo): string =>
@@ -97,6 +103,11 @@ export function Webhooks(): JSX.Element {
               <p class="muted">{hook.events.join(', ')}</p>
               <p data-testid="webhook-status">{status(hook)}</p>
               <div class="actions">
+                {hook.disabled_at ? (
+                  <button type="button" class="primary" onClick={() => enable(hook)}>
+                    {t('hooks.enable')}
+                  </button>
+                ) : null}
                 <button type="button" onClick={() => post(`/webhooks/${hook.id}/test`).then(() => showLog(hook.id), setError)}>
                   {t('hooks.ping')}
                 </button>
