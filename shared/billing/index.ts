@@ -12,7 +12,7 @@
 import type { EntityManager } from 'typeorm';
 import type { Database } from '../db/database';
 import type { LedgerReason, User } from '../db/entities';
-import { Row, rowsAt, runInTransaction, Statement, WriteResult } from '../db/raw';
+import { Row, rowsAt, runInTransaction, Statement, writeAt, WriteResult } from '../db/raw';
 import * as sql from './sql';
 
 export interface Hold {
@@ -107,9 +107,10 @@ export class Billing {
       const unguarded = writes.find((write) => !write.sql.includes(sql.MYSQL_HELD));
       if (unguarded) throw new Error(`a write after a hold must carry onlyIfHeld: ${unguarded.sql.slice(0, 80)}`);
       const holding = params.price > 0 ? [{ sql: sql.HOLD, params }, { sql: sql.MYSQL_HOLD_RESULT }] : [{ sql: sql.MYSQL_NOTHING_TO_HOLD }];
-      const results = await mysql.transaction([...holding, ...writes, { sql: sql.MYSQL_HELD_FLAG }], hold.userId);
-      if (Number(rowsAt(results, results.length - 1)[0]?.held) !== 1) return null;
-      return results.slice(holding.length, -1) as WriteResult[];
+      const results = await mysql.transaction([...holding, ...writes], hold.userId);
+      // The hold's own count says whether it was held (the writes after it were guarded by it).
+      if (params.price > 0 && writeAt(results, 0).affected !== 1) return null;
+      return results.slice(holding.length) as WriteResult[];
     }
     return this.db.sqliteWrite((sqlite) => {
       if (params.price > 0 && sqlite.run({ sql: sql.HOLD, params }).affected !== 1) return null;
@@ -119,19 +120,19 @@ export class Billing {
 
   /**
    * One transaction: `finish` (the generation's conditional pending → completed update) and, if
-   * it changed the row, the capture of its hold, then `read` (a query that travels with it).
-   * Null when `finish` changed nothing (the generation had ended): nothing moved.
+   * it changed the row, the capture of its hold, then `alongside` (columns of a SELECT, read in
+   * the same statement as the outcome). Null when `finish` changed nothing (the generation had
+   * ended): nothing moved.
    */
-  async captureAfter(finish: Statement, charge: Charge, read?: Statement): Promise<Captured | null> {
+  async captureAfter(finish: Statement, charge: Charge, alongside?: Statement): Promise<Captured | null> {
     const params = { userId: charge.userId, price: tokens(charge.price), generationId: charge.generationId, now: charge.now };
     const mysql = this.db.mysql;
     if (mysql) {
-      const statements: Statement[] = [finish, { sql: sql.MYSQL_WON_RESULT }, ...sql.MYSQL_CAPTURE.map((text) => ({ sql: text, params })), { sql: sql.MYSQL_CAPTURE_RESULT }];
-      if (read) statements.push(read);
-      const results = await mysql.transaction(statements, charge.userId);
-      const outcome = rowsAt(results, read ? results.length - 2 : results.length - 1)[0];
-      if (!outcome || Number(outcome.won) !== 1) return null;
-      return { charged: Number(outcome.charged), balance: Number(outcome.balance), read: read ? (rowsAt(results, results.length - 1)[0] ?? null) : null };
+      const outcome: Statement = alongside ? { sql: `${sql.MYSQL_CAPTURE_RESULT}, ${alongside.sql}`, params: alongside.params } : { sql: sql.MYSQL_CAPTURE_RESULT };
+      const results = await mysql.transaction([finish, { sql: sql.MYSQL_WON_RESULT }, ...sql.MYSQL_CAPTURE.map((text) => ({ sql: text, params })), outcome], charge.userId);
+      const row = rowsAt(results, results.length - 1)[0];
+      if (!row || Number(row.won) !== 1) return null;
+      return { charged: Number(row.charged), balance: Number(row.balance), read: alongside ? row : null };
     }
     return this.db.sqliteWrite((sqlite) => {
       if (sqlite.run(finish).affected !== 1) return null;
@@ -147,7 +148,7 @@ export class Billing {
         sqlite.run({ sql: sql.LEDGER_ROW, params: { ...params, amount: -charged, reason: 'generation', subscriptionAfter, bonusAfter, note: null } });
       }
       if (charged !== params.price) sqlite.run({ sql: sql.CHARGED_ON_ROW, params: { charged, generationId: params.generationId } });
-      return { charged, balance: subscriptionAfter + bonusAfter, read: read ? (sqlite.all(read)[0] ?? null) : null };
+      return { charged, balance: subscriptionAfter + bonusAfter, read: alongside ? (sqlite.all({ sql: `SELECT ${alongside.sql}`, params: alongside.params })[0] ?? null) : null };
     });
   }
 

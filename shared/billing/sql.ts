@@ -31,11 +31,14 @@ export const CHARGED_ON_ROW = 'UPDATE generations SET tokens_spent = :charged WH
 export const SQLITE_CAPTURE = `UPDATE users SET subscription_tokens = subscription_tokens - :fromSubscription, bonus_tokens = bonus_tokens - :fromBonus,
   ${LET_GO}, tokens_used_this_period = tokens_used_this_period + :charged WHERE id = :userId`;
 
-/** MySQL: the batch's flags. A hold sets @gensvc_held; a finishing write of the generation row sets @gensvc_won. */
+/**
+ * MySQL: the batch's flags. A hold sets @gensvc_held; a finishing write of the generation row sets
+ * @gensvc_won. Each transaction sets its flags before reading them: the one before it in a group
+ * commit (db/mysql-group-commit.ts) ran on the same session.
+ */
 export const MYSQL_HELD = '@gensvc_held = 1';
 export const MYSQL_NOTHING_TO_HOLD = 'SET @gensvc_held := 1';
 export const MYSQL_HOLD_RESULT = 'SET @gensvc_held := ROW_COUNT()';
-export const MYSQL_HELD_FLAG = 'SELECT @gensvc_held AS held';
 export const MYSQL_WON_RESULT = 'SET @gensvc_won := ROW_COUNT(), @gensvc_s := 0, @gensvc_b := 0, @gensvc_fs := 0, @gensvc_fb := 0';
 export const MYSQL_RELEASE_IF_WON = `${RELEASE} AND @gensvc_won = 1`;
 export const MYSQL_WON_FLAG = 'SELECT @gensvc_won AS won';

@@ -88,7 +88,8 @@ export interface Completed {
  * Whether the owner has an active webhook, read with the capture: a generation's end is announced
  * to them, and for the many users without one that then costs no statement.
  */
-const HAS_WEBHOOKS = 'SELECT EXISTS (SELECT 1 FROM webhooks WHERE user_id = :userId AND disabled_at IS NULL) AS webhooks';
+/** Read with a completion's outcome (columns of its SELECT): whether anyone is to be told. */
+const HAS_WEBHOOKS = 'EXISTS (SELECT 1 FROM webhooks WHERE user_id = :userId AND disabled_at IS NULL) AS webhooks';
 
 const CLAIM = `UPDATE generations SET lease_until = :leaseUntil, attempts = attempts + 1, started_at = COALESCE(started_at, :now), updated_at = :now
   WHERE id = :id AND status = 'pending' AND (lease_until IS NULL OR lease_until < :now)`;
