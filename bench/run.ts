@@ -7,6 +7,7 @@
  *   npm run bench                 # default 8 s per measurement
  *   BENCH_SECONDS=20 npm run bench
  */
+import crypto from 'node:crypto';
 import { spawn } from 'node:child_process';
 import http from 'node:http';
 import path from 'node:path';
@@ -21,6 +22,7 @@ import type { Stoppable } from '../shared/lifecycle';
 import { FakeProvider } from '../test/helpers/fake-provider';
 import { freshStores } from '../test/helpers/stores';
 import { benchLocal } from './local';
+import { freePort } from './processes';
 import { migrations } from '../migrations';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 8);
@@ -74,7 +76,9 @@ async function eliteToken(container: Container): Promise<string> {
 
 /**
  * Asynchronous generations end to end: `count` submissions (32 at a time, from the load
- * generator's thread like the sync runs), then until the worker has ended every one of them.
+ * generator's thread like the sync runs), then until the workers have ended every one of them.
+ * The queue wait of each is read from its row: from its creation until its provider call began
+ * (the time to completion less the provider's processing time).
  */
 async function asyncThroughput(container: Container, url: string, token: string, count: number): Promise<number> {
   const started = Date.now();
@@ -94,6 +98,26 @@ async function asyncThroughput(container: Container, url: string, token: string,
     await new Promise((r) => setTimeout(r, 20));
   }
   return count / ((Date.now() - started) / 1000);
+}
+
+/**
+ * The queue wait of generation jobs (first attempts), from the workers' own histograms
+ * (`gensvc_queue_wait_seconds`, summed over the processes): the bucket bound under which the
+ * share `p` of them started. Null where the workers serve no metrics (embedded runs them in here).
+ */
+async function queueWaitBound(metricsUrls: string[], token: string, p: number): Promise<number | null> {
+  if (metricsUrls.length === 0) return null;
+  const buckets = new Map<number, number>();
+  for (const url of metricsUrls) {
+    const text = await (await fetch(url, { headers: { authorization: `Bearer ${token}` } })).text();
+    for (const match of text.matchAll(/^gensvc_queue_wait_seconds_bucket\{le="([^"]+)",queue="generation\.run"\} (\d+)/gm)) {
+      const bound = match[1] === '+Inf' ? Infinity : Number(match[1]);
+      buckets.set(bound, (buckets.get(bound) ?? 0) + Number(match[2]));
+    }
+  }
+  const sorted = [...buckets].sort((a, b) => a[0] - b[0]);
+  const total = sorted.at(-1)?.[1] ?? 0;
+  return sorted.find(([, cumulative]) => cumulative >= p * total)?.[0] ?? null;
 }
 
 async function ceiling(sample: object): Promise<LoadResult> {
@@ -144,7 +168,13 @@ async function benchStores(label: string, env: Record<string, string>): Promise<
   const fake = new FakeProvider('fake');
   // Embedded: every role in this process. MySQL + Redis: this process is `web`, the worker its own.
   const container = await buildContainer(config, { migrate: migrations, providers: [fake.adapter()], processesJobs: !split });
-  const worker = split ? await workerProcess(processEnv) : await startWorker(container);
+  // MySQL + Redis: BENCH_WORKERS worker processes (2, the issue's shape), each its own process.
+  const workerCount = split ? Number(process.env.BENCH_WORKERS ?? 2) : 1;
+  const metricsToken = crypto.randomBytes(8).toString('hex');
+  const metricsPorts = split ? await Promise.all(Array.from({ length: workerCount }, () => freePort())) : [];
+  const workers = split
+    ? await Promise.all(metricsPorts.map((port) => workerProcess({ ...processEnv, METRICS_PORT: String(port), METRICS_TOKEN: metricsToken })))
+    : [await startWorker(container)];
   const { server, url } = await listen(createApp(container).callback());
   try {
     const token = await eliteToken(container);
@@ -156,17 +186,22 @@ async function benchStores(label: string, env: Record<string, string>): Promise<
     const sync = await load(url, token, { model: 'fake-text', prompt: 'hi' }, { connections: 50 });
     const sample = await (await fetch(`${url}/api/v2/generate`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify({ model: 'fake-text', prompt: 'hi' }) })).json();
     const roof = await ceiling(sample as object);
-    const asyncRate = await asyncThroughput(container, url, token, 2000);
+    const asyncRate = await asyncThroughput(container, url, token, Number(process.env.BENCH_ASYNC_COUNT ?? 4000));
+    const metricsUrls = metricsPorts.map((port) => `http://127.0.0.1:${port}/metrics`);
+    const [waitP50, waitP99] = [await queueWaitBound(metricsUrls, metricsToken, 0.5), await queueWaitBound(metricsUrls, metricsToken, 0.99)];
+    const wait = waitP50 === null ? '' : `   queue wait p50 ≤ ${waitP50 * 1000} ms, p99 ≤ ${waitP99 === null ? '?' : waitP99 * 1000} ms (histogram bounds)`;
     const row = (name: string, r: LoadResult) =>
       `  ${name.padEnd(34)} ${r.rps.toFixed(0).padStart(7)}/s   p50 ${String(r.p50).padStart(4)} ms   p99 ${String(r.p99).padStart(4)} ms   errors ${r.errors}`;
     console.log(`\n${label}`);
     console.log(row('bare Koa handler (ceiling)', roof));
     console.log(row('billed sync generations', sync) + `   ratio ${(sync.rps / roof.rps).toFixed(2)}`);
     console.log(row('billed sync at 200 req/s', paced));
-    console.log(`  ${'async generations end to end'.padEnd(34)} ${asyncRate.toFixed(0).padStart(7)}/s`);
+    console.log(
+      `  ${`async end to end (${workerCount} worker${workerCount > 1 ? 's' : ''})`.padEnd(34)} ${asyncRate.toFixed(0).padStart(7)}/s${wait}`,
+    );
   } finally {
     server.close();
-    await worker.stop();
+    await Promise.all(workers.map((worker) => worker.stop()));
     await container.close();
     await stores.cleanup();
   }

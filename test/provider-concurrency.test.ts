@@ -136,7 +136,8 @@ describe('through the worker', () => {
       },
     },
   };
-  const t = useTestApp({ CATALOG_PATH: catalogPath, FAKE_MAX_CONCURRENCY: '1' }, { providers: [counted, other.adapter()], worker: true });
+  // Four generation jobs at once per worker, so four slow calls would fill them all without the cap.
+  const t = useTestApp({ CATALOG_PATH: catalogPath, FAKE_MAX_CONCURRENCY: '1', GENERATION_JOB_CONCURRENCY: '4' }, { providers: [counted, other.adapter()], worker: true });
 
   beforeEach(() => {
     fake.reset();

@@ -77,6 +77,7 @@ const EnvSchema = z.object({
   ...upstreamVariables,
   PORT: port,
   WEB_CONCURRENCY: positiveInt(0),
+  GENERATION_JOB_CONCURRENCY: positiveInt(16),
   DATA_DIR: optionalString,
   DATABASE_URL: optionalString,
   JAWSDB_URL: optionalString,
@@ -150,6 +151,12 @@ export interface Config {
    * one per CPU). Only on MySQL + Redis: embedded stores live in one process.
    */
   webConcurrency: number;
+  /**
+   * Generation jobs one worker process runs at once (GENERATION_JOB_CONCURRENCY, default 16).
+   * They mostly wait on an upstream; each provider's own cap (`<NAME>_MAX_CONCURRENCY`) is what
+   * protects it, and a job over that cap waits for a slot or is put off.
+   */
+  generationJobConcurrency: number;
   dataDir: string;
   database: DatabaseConfig;
   /** How long a process waits at boot for a database it cannot reach yet (retrying with backoff) before it gives up. */
@@ -329,6 +336,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   return {
     port: e.PORT,
     webConcurrency: e.WEB_CONCURRENCY > 0 ? e.WEB_CONCURRENCY : os.availableParallelism(),
+    generationJobConcurrency: Math.max(1, e.GENERATION_JOB_CONCURRENCY),
     dataDir,
     database,
     databaseBootWaitMs: e.DATABASE_BOOT_WAIT_SECONDS * 1000,

@@ -21,6 +21,7 @@ export function buildJobTable(container: Container): JobTable {
   return {
     'generation.run': {
       ...jobSettings['generation.run'],
+      concurrency: container.config.generationJobConcurrency,
       perform: async (payload, context) => {
         const run = () => runner.runJob(payload.generationId, context);
         // A generation the bot started shows a chat action in its chat while it runs.

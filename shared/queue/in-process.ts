@@ -72,7 +72,7 @@ export class InProcessQueue implements Queue {
     for (let i = 0; i < this.waiting.length; ) {
       const entry = this.waiting[i] as Entry;
       const busy = this.running.get(entry.name) ?? 0;
-      if (busy >= jobSettings[entry.name].concurrency) {
+      if (busy >= this.table[entry.name].concurrency) {
         i++;
         continue;
       }

@@ -2,7 +2,8 @@ import type { JobName, JobSettings } from './types';
 
 /** Retry, timeout and concurrency of each job; producers and workers read the same table. */
 export const jobSettings: Record<JobName, JobSettings> = {
-  'generation.run': { retries: 3, backoffMs: 2_000, timeoutMs: 600_000, concurrency: 4 },
+  // Its concurrency is the job table's, from GENERATION_JOB_CONCURRENCY (config).
+  'generation.run': { retries: 3, backoffMs: 2_000, timeoutMs: 600_000, concurrency: 16 },
   'bot.chat': { retries: 2, backoffMs: 2_000, timeoutMs: 600_000, concurrency: 8 },
   'bot.deliver': { retries: 4, backoffMs: 5_000, timeoutMs: 180_000, concurrency: 4 },
   'bot.inline': { retries: 4, backoffMs: 5_000, timeoutMs: 60_000, concurrency: 4 },

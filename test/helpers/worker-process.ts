@@ -7,6 +7,7 @@ import { startHttpServer } from '../../api/server';
 import { loadConfig } from '../../shared/config';
 import { buildContainer } from '../../shared/container';
 import { startWorker } from '../../shared/jobs/worker';
+import { startMetricsServer } from '../../shared/observability/metrics-server';
 import { FakeProvider } from './fake-provider';
 
 async function main(): Promise<void> {
@@ -23,6 +24,8 @@ async function main(): Promise<void> {
     return;
   }
   await startWorker(container);
+  // The bench reads each worker's queue wait from its metrics (METRICS_PORT + METRICS_TOKEN).
+  if (config.metrics.port !== undefined && config.metrics.token) await startMetricsServer(container.metrics, { port: config.metrics.port, token: config.metrics.token });
   process.stdout.write('worker-ready\n');
   // Report each provider call so the test knows the job is running.
   const timer = setInterval(() => {
