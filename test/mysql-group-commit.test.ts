@@ -56,6 +56,29 @@ run('MySQL group commit', () => {
     expect(mysql().groupCommit.sent.batches - before.batches).toBe(1);
   });
 
+  it('runs nothing again when the connection breaks mid-batch (the COMMIT may have happened): every transaction hears the error', async () => {
+    const insert = (id: number) => ({ sql: 'INSERT INTO group_commit_probe (id, note) VALUES (:id, :note)', params: { id, note: 'after a break' } });
+    const batch = Promise.allSettled([
+      mysql().transaction([{ sql: 'SELECT SLEEP(3) AS group_commit_kill_probe' }], 5),
+      mysql().transaction([insert(200)], 5),
+    ]);
+    // The batch's connection, found by its statement and killed while it sleeps.
+    let killed = false;
+    for (let i = 0; i < 100 && !killed; i++) {
+      const [running] = await t.app.container.db.read<{ id: number }>({
+        sql: "SELECT ID AS id FROM information_schema.PROCESSLIST WHERE INFO LIKE '%SLEEP(3) AS group_commit_kill_probe%' AND INFO NOT LIKE '%PROCESSLIST%'",
+      });
+      if (running) {
+        await t.app.container.db.write({ sql: `KILL CONNECTION ${Number(running.id)}` });
+        killed = true;
+      } else await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(killed).toBe(true);
+    const outcomes = await batch;
+    expect(outcomes.map((o) => o.status)).toEqual(['rejected', 'rejected']);
+    expect(await t.app.container.db.read({ sql: 'SELECT id FROM group_commit_probe WHERE id = 200' })).toEqual([]);
+  });
+
   it('sends a transaction of a quiet service alone and at once', async () => {
     const before = { ...mysql().groupCommit.sent };
     const [result] = await mysql().transaction([{ sql: 'SELECT 1 AS one' }], 3);

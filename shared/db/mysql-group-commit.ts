@@ -10,10 +10,12 @@
  * of one process never queue on each other's row locks, and under load the batches grow by
  * themselves: a quiet service sends every transaction alone, at once.
  *
- * Each transaction keeps its own outcome: when a batch fails (a duplicate key in one of them, a
- * deadlock five times over), the server has stopped at the failing statement and the batch is
- * rolled back, and then each of its transactions runs again on its own, so only the one at fault
- * hears an error. Nothing of a batch is reported before its COMMIT has answered.
+ * Each transaction keeps its own outcome: when the server refuses a statement of a batch (a
+ * duplicate key in one of them, a deadlock five times over), it has stopped there and the batch
+ * is rolled back, and then each of its transactions runs again on its own, so only the one at
+ * fault hears an error. When the connection breaks instead, nothing runs again (the COMMIT may
+ * have happened): every transaction of the batch hears the error, as it would have alone.
+ * Nothing of a batch is reported before its COMMIT has answered.
  *
  * The contract for a transaction's statements: read no session variable the transaction did not
  * set itself (billing/sql.ts sets its flags first), since the batch before it ran on the same
@@ -119,8 +121,16 @@ export class MysqlGroupCommit {
     try {
       const results = await this.deps.retryLockConflicts(() => this.execute(batch.map((w) => w.transaction)));
       batch.forEach((waiting, i) => waiting.resolve(results[i] as RawResults));
-    } catch {
-      // Rolled back as a whole: each transaction again on its own, so only the failing one fails.
+    } catch (error) {
+      // The connection broke (mysql2 calls that fatal): whether the COMMIT happened is unknown, so
+      // running the transactions again could apply them twice. Each caller hears the error, as
+      // it would have alone.
+      if ((error as { fatal?: boolean }).fatal) {
+        for (const waiting of batch) waiting.reject(error);
+        return;
+      }
+      // The server refused a statement and the batch was rolled back as a whole: each
+      // transaction again on its own, so only the failing one fails.
       for (const waiting of batch) await this.settle([waiting]);
     }
   }
