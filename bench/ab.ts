@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createMysqlDatabase, dropMysqlDatabase } from '../shared/db/mysql-admin';
-import { distEntry, freePort, RoleProcess, spawnRole, waitForHttp } from './processes';
+import { apiKeyOf, createEliteAccount, distEntry, freePort, RoleProcess, spawnRole, waitForHttp } from './processes';
 
 const repoRoot = path.join(__dirname, '..');
 
@@ -35,12 +35,8 @@ async function main(): Promise<void> {
       await waitForHttp(`${url}/health`, 60_000);
       variants.push({ name, url, key: '' });
     }
-    const email = `ab-${crypto.randomBytes(4).toString('hex')}@example.test`;
-    if ((await spawnRole('admin', distEntry('cli/admin.js'), env, ['create-user', '--email', email, '--password', 'a long ab password', '--plan', 'elite', '--bonus-tokens', '1000000000']).exited) !== 0) throw new Error('create-user');
-    for (const v of variants) {
-      const login = (await (await fetch(`${v.url}/api/v2/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password: 'a long ab password' }) })).json()) as { access_token: string };
-      v.key = ((await (await fetch(`${v.url}/api/v2/keys`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${login.access_token}` }, body: JSON.stringify({ name: v.name }) })).json()) as { key: string }).key;
-    }
+    const account = await createEliteAccount(env);
+    for (const v of variants) v.key = await apiKeyOf(v.url, account);
     const load = (v: { url: string; key: string }, duration: number) => autocannon({ url: `${v.url}/v1/chat/completions`, method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${v.key}` }, body: JSON.stringify({ model: 'chat-fast', messages: [{ role: 'user', content: 'Say hello' }] }), connections: Number(process.env.BENCH_CONNECTIONS ?? 20), duration, workers: 1 });
     for (const v of variants) await load(v, 3);
     const rounds = Number(process.env.AB_ROUNDS ?? 4);

@@ -26,7 +26,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createMysqlDatabase, dropMysqlDatabase } from '../shared/db/mysql-admin';
-import { distEntry, freePort, rssMb, spawnRole, RoleProcess, waitForHttp } from './processes';
+import { distEntry, eliteKey, freePort, RoleProcess, rssMb, spawnRole, waitForHttp } from './processes';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -151,17 +151,6 @@ function reportStreams(title: string, peer: StreamFigures[], ours: StreamFigures
   const ttfb = (f: StreamFigures[]) => `time to first byte p50 ${spread(f.map((x) => x.ttfbP50))} ms, p99 ${spread(f.map((x) => x.ttfbP99))} ms`;
   console.log(`  portkey ${ttfb(peer)}`);
   console.log(`  gensvc  ${ttfb(ours)}`);
-}
-
-/** An elite account with bonus tokens enough for any run, and an API key of it, made through the real CLI and API. */
-async function eliteKey(url: string, env: Record<string, string>): Promise<string> {
-  const email = `bench-${crypto.randomBytes(4).toString('hex')}@example.test`;
-  const password = 'a long bench password';
-  const created = await spawnRole('admin', distEntry('cli/admin.js'), env, ['create-user', '--email', email, '--password', password, '--plan', 'elite', '--bonus-tokens', '1000000000']).exited;
-  if (created !== 0) throw new Error('admin create-user failed');
-  const login = (await (await fetch(`${url}/api/v2/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }) })).json()) as { access_token: string };
-  const key = (await (await fetch(`${url}/api/v2/keys`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${login.access_token}` }, body: JSON.stringify({ name: 'bench' }) })).json()) as { key: string };
-  return key.key;
 }
 
 async function comparePipelines(label: string, peer: Target, ours: Target): Promise<void> {

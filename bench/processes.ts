@@ -1,5 +1,6 @@
 /** Child processes for the benchmarks: start a role or tool, wait for it, read its RSS, stop it. */
 import { ChildProcess, spawn } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -104,4 +105,30 @@ export function rssMb(pid: number): number {
   } catch {
     return 0;
   }
+}
+
+/** An account the benchmarks load: elite, with bonus tokens enough for any run. */
+export interface BenchAccount {
+  email: string;
+  password: string;
+}
+
+/** Made through the real admin CLI (against the stores in `env`). */
+export async function createEliteAccount(env: Record<string, string>): Promise<BenchAccount> {
+  const account = { email: `bench-${crypto.randomBytes(4).toString('hex')}@example.test`, password: 'a long bench password' };
+  const created = await spawnRole('admin', distEntry('cli/admin.js'), env, ['create-user', '--email', account.email, '--password', account.password, '--plan', 'elite', '--bonus-tokens', '1000000000']).exited;
+  if (created !== 0) throw new Error('admin create-user failed');
+  return account;
+}
+
+/** A new API key of `account`, made through the API at `url` (signed in with its password). */
+export async function apiKeyOf(url: string, account: BenchAccount): Promise<string> {
+  const login = (await (await fetch(`${url}/api/v2/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(account) })).json()) as { access_token: string };
+  const created = await fetch(`${url}/api/v2/keys`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${login.access_token}` }, body: JSON.stringify({ name: 'bench' }) });
+  return ((await created.json()) as { key: string }).key;
+}
+
+/** A new elite account's API key. */
+export async function eliteKey(url: string, env: Record<string, string>): Promise<string> {
+  return apiKeyOf(url, await createEliteAccount(env));
 }

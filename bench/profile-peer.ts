@@ -14,7 +14,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createMysqlDatabase, dropMysqlDatabase } from '../shared/db/mysql-admin';
-import { distEntry, freePort, RoleProcess, spawnRole, waitForHttp } from './processes';
+import { distEntry, eliteKey, freePort, RoleProcess, spawnRole, waitForHttp } from './processes';
 
 const seconds = Number(process.env.PROFILE_SECONDS ?? 12);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 20);
@@ -103,16 +103,12 @@ async function main(): Promise<void> {
   try {
     const url = `http://127.0.0.1:${port}`;
     await waitForHttp(`${url}/health`, 60_000);
-    const email = `profile-${crypto.randomBytes(4).toString('hex')}@example.test`;
-    const created = await spawnRole('admin', distEntry('cli/admin.js'), env, ['create-user', '--email', email, '--password', 'a long profile password', '--plan', 'elite', '--bonus-tokens', '1000000000']).exited;
-    if (created !== 0) throw new Error('admin create-user failed');
-    const login = (await (await fetch(`${url}/api/v2/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password: 'a long profile password' }) })).json()) as { access_token: string };
-    const key = (await (await fetch(`${url}/api/v2/keys`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${login.access_token}` }, body: JSON.stringify({ name: 'profile' }) })).json()) as { key: string };
+    const key = await eliteKey(url, env);
     window.from = monotonicMicros();
     const result = await autocannon({
       url: `${url}/v1/chat/completions`,
       method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${key.key}` },
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
       body: JSON.stringify({ model: 'chat-fast', messages: [{ role: 'user', content: 'Say hello' }] }),
       connections,
       duration: seconds,
