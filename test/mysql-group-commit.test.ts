@@ -79,6 +79,38 @@ run('MySQL group commit', () => {
     expect(await t.app.container.db.read({ sql: 'SELECT id FROM group_commit_probe WHERE id = 200' })).toEqual([]);
   });
 
+  it('lets one transaction waiting on a lock hold up none of the others of its batch', async () => {
+    const insert = (id: number) => ({ sql: 'INSERT INTO group_commit_probe (id, note) VALUES (:id, :note)', params: { id, note: 'beside a lock' } });
+    await t.app.container.db.write(insert(300));
+    // Another connection holds row 300 in an open transaction.
+    const holder = t.app.container.db.source.createQueryRunner();
+    await holder.connect();
+    await holder.startTransaction();
+    await holder.query('SELECT id FROM group_commit_probe WHERE id = 300 FOR UPDATE');
+    try {
+      const started = Date.now();
+      const settledAt: number[] = [];
+      const timed = (index: number, running: Promise<unknown>) => running.finally(() => (settledAt[index] = Date.now() - started));
+      const outcomes = await Promise.allSettled([
+        timed(0, mysql().transaction([insert(301)], 9)),
+        // Waits a second for the lock (this session only), times out, and is tried again alone.
+        timed(1, mysql().transaction([{ sql: 'SET SESSION innodb_lock_wait_timeout = 1' }, { sql: "UPDATE group_commit_probe SET note = 'locked' WHERE id = 300" }], 9)),
+        timed(2, mysql().transaction([insert(302)], 9)),
+      ]);
+      expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+      expect((outcomes[1] as PromiseRejectedResult).reason).toMatchObject({ code: 'ER_LOCK_WAIT_TIMEOUT' });
+      // The others committed after the batch's one timeout, not after the lone retries of the waiting one.
+      expect(Math.max(settledAt[0] as number, settledAt[2] as number)).toBeLessThan(settledAt[1] as number);
+      expect(settledAt[1] as number).toBeGreaterThan(3_000);
+      const rows = await t.app.container.db.read<{ id: number }>({ sql: 'SELECT id FROM group_commit_probe WHERE id IN (301, 302) ORDER BY id' });
+      expect(rows).toEqual([{ id: 301 }, { id: 302 }]);
+    } finally {
+      await holder.rollbackTransaction();
+      await holder.release();
+      // The sessions that took the short timeout are this suite's own pool's, closed with it.
+    }
+  }, 30_000);
+
   it('sends a transaction of a quiet service alone and at once', async () => {
     const before = { ...mysql().groupCommit.sent };
     const [result] = await mysql().transaction([{ sql: 'SELECT 1 AS one' }], 3);

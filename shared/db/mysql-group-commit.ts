@@ -6,16 +6,16 @@
  * row. Profiled under load (README, "What the profiles showed"), the cost was not the statements
  * but what surrounds each transaction: a socket write per round trip (on loopback the sender pays
  * for the receiver's TCP stack too), MariaDB waking a thread per connection, twenty connections
- * queueing on the same row lock, and a commit each. A lane sends one batch at a time, so requests
- * of one process never queue on each other's row locks, and under load the batches grow by
- * themselves: a quiet service sends every transaction alone, at once.
+ * queueing on the same row lock, and a commit each. A lane has at most eight batches on their way,
+ * so under load its transactions gather into batches by themselves (measured: ~9 a commit), and
+ * a quiet service sends every transaction alone, at once.
  *
- * Each transaction keeps its own outcome: when the server refuses a statement of a batch (a
- * duplicate key in one of them, a deadlock five times over), it has stopped there and the batch
+ * Each transaction keeps its own outcome: when the server refuses a statement of a batch before
+ * its COMMIT (a duplicate key in one of them, a lock conflict), it has stopped there and the batch
  * is rolled back, and then each of its transactions runs again on its own, so only the one at
- * fault hears an error. When the connection breaks instead, nothing runs again (the COMMIT may
- * have happened): every transaction of the batch hears the error, as it would have alone.
- * Nothing of a batch is reported before its COMMIT has answered.
+ * fault hears an error. On any other error (the connection broke, the COMMIT failed) nothing runs
+ * again, since the COMMIT may have happened: every transaction of the batch hears the error, as
+ * it would have alone. Nothing of a batch is reported before its COMMIT has answered.
  *
  * The contract for a transaction's statements: read no session variable the transaction did not
  * set itself (billing/sql.ts sets its flags first), since the batch before it ran on the same
@@ -73,6 +73,30 @@ const IN_FLIGHT = 8;
 const MAX_BATCH_TRANSACTIONS = 64;
 const MAX_BATCH_BYTES = 1 << 20;
 
+/**
+ * The server's refusals of a statement before the COMMIT (the batch stops there with nothing
+ * committed): a duplicate key, a lock conflict, a missing parent row, a value the column refuses,
+ * a statement it cannot parse. Any other error may have come from the COMMIT or after it.
+ */
+const REFUSED_BEFORE_COMMIT = new Set([
+  'ER_DUP_ENTRY',
+  'ER_DUP_KEY',
+  'ER_LOCK_DEADLOCK',
+  'ER_LOCK_WAIT_TIMEOUT',
+  'ER_NO_REFERENCED_ROW',
+  'ER_NO_REFERENCED_ROW_2',
+  'ER_ROW_IS_REFERENCED_2',
+  'ER_BAD_NULL_ERROR',
+  'ER_DATA_TOO_LONG',
+  'ER_TRUNCATED_WRONG_VALUE',
+  'ER_TRUNCATED_WRONG_VALUE_FOR_FIELD',
+  'ER_WARN_DATA_OUT_OF_RANGE',
+  'ER_CHECK_CONSTRAINT_VIOLATED',
+  'ER_PARSE_ERROR',
+  'ER_BAD_FIELD_ERROR',
+  'ER_NO_SUCH_TABLE',
+]);
+
 export class MysqlGroupCommit {
   private readonly lanes: Lane[] = Array.from({ length: LANES }, () => ({ waiting: [], inFlight: 0, scheduled: false }));
   /** Batches sent, and the transactions they carried (for the metrics and the tests). */
@@ -80,7 +104,7 @@ export class MysqlGroupCommit {
 
   constructor(private readonly deps: GroupCommitDeps) {}
 
-  /** Runs `transaction` (in a batch of its lane, keyed by `key`: the owner whose rows it locks). */
+  /** Runs `transaction` in a batch of its lane, chosen by `key` (what it locks: the owner, or a claim's generation). */
   run(transaction: CompiledTransaction, key: number): Promise<RawResults> {
     const lane = this.lanes[Math.abs(Math.trunc(key)) % LANES] as Lane;
     return new Promise<RawResults>((resolve, reject) => {
@@ -102,6 +126,8 @@ export class MysqlGroupCommit {
       lane.inFlight++;
       this.sent.batches++;
       this.sent.transactions += batch.length;
+      // More than one batch's worth waiting: the next leaves too if there is room.
+      this.pump(lane);
       void this.settle(batch).finally(() => {
         lane.inFlight--;
         this.pump(lane);
@@ -119,19 +145,36 @@ export class MysqlGroupCommit {
       return;
     }
     try {
-      const results = await this.deps.retryLockConflicts(() => this.execute(batch.map((w) => w.transaction)));
+      const results = await this.executeRetryingDeadlocks(batch.map((w) => w.transaction));
       batch.forEach((waiting, i) => waiting.resolve(results[i] as RawResults));
     } catch (error) {
-      // The connection broke (mysql2 calls that fatal): whether the COMMIT happened is unknown, so
-      // running the transactions again could apply them twice. Each caller hears the error, as
-      // it would have alone.
-      if ((error as { fatal?: boolean }).fatal) {
+      if (!REFUSED_BEFORE_COMMIT.has(String((error as { code?: unknown }).code))) {
+        // The connection broke, or an error the COMMIT itself may have raised: whether it
+        // happened is unknown, so running the transactions again could apply them twice. Each
+        // caller hears the error, as it would have alone.
         for (const waiting of batch) waiting.reject(error);
         return;
       }
-      // The server refused a statement and the batch was rolled back as a whole: each
-      // transaction again on its own, so only the failing one fails.
-      for (const waiting of batch) await this.settle([waiting]);
+      // A statement was refused and the batch rolled back as a whole: each transaction again on
+      // its own, all at once (one waiting on a lock holds up none of the others), so only the
+      // one at fault fails.
+      await Promise.all(batch.map((waiting) => this.settle([waiting])));
+    }
+  }
+
+  /**
+   * A batch the server picked as a deadlock victim runs again (it was rolled back whole, and
+   * deadlocks are found at once). A lock wait that timed out does not: the batch's transactions
+   * then run on their own, so the one waiting holds up no other for another timeout.
+   */
+  private async executeRetryingDeadlocks(transactions: CompiledTransaction[]): Promise<RawResults[]> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.execute(transactions);
+      } catch (error) {
+        if (attempt >= 5 || (error as { code?: unknown }).code !== 'ER_LOCK_DEADLOCK') throw error;
+        await new Promise((resolve) => setTimeout(resolve, 5 * attempt + Math.random() * 20));
+      }
     }
   }
 

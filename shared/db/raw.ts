@@ -166,10 +166,11 @@ export class MysqlRaw {
   }
 
   /**
-   * Runs `statements` as one transaction and answers one result per statement. `key` is the owner
-   * whose rows it locks: transactions of one key asked for together travel in one round trip and
-   * commit together (mysql-group-commit.ts). If a statement fails, the rest do not run and the
-   * transaction is rolled back; a deadlock or lock wait runs the whole of it again.
+   * Runs `statements` as one transaction and answers one result per statement. `key` is what it
+   * locks (the owner, or a claimed generation): transactions asked for together travel in one
+   * round trip and commit together, one key's always in the same lane (mysql-group-commit.ts). If
+   * a statement fails, the rest do not run and the transaction is rolled back; a deadlock or lock
+   * wait runs the whole of it again.
    */
   async transaction(statements: ReadonlyArray<Statement>, key: number): Promise<BatchResult> {
     const compiled = statements.map(positional);
