@@ -5,9 +5,8 @@
  */
 import path from 'node:path';
 import { loadConfig } from '../shared/config';
-import type { ImageRequest, ProviderAdapter } from '../shared/providers/types';
 import { useTestApp } from './helpers/app';
-import { FakeProvider } from './helpers/fake-provider';
+import { countingImageCalls, FakeProvider } from './helpers/fake-provider';
 import { userOnPlan } from './helpers/users';
 
 it('defaults to 16 generation jobs at once and refuses a value that is not a count', () => {
@@ -18,21 +17,7 @@ it('defaults to 16 generation jobs at once and refuses a value that is not a cou
 
 describe('a worker with GENERATION_JOB_CONCURRENCY=2', () => {
   const fake = new FakeProvider('fake');
-  const flight = { now: 0, max: 0 };
-  const counted: ProviderAdapter = {
-    ...fake.adapter(),
-    image: {
-      generate: async (request: ImageRequest, options) => {
-        flight.now++;
-        flight.max = Math.max(flight.max, flight.now);
-        try {
-          return await (fake.adapter().image as NonNullable<ProviderAdapter['image']>).generate(request, options);
-        } finally {
-          flight.now--;
-        }
-      },
-    },
-  };
+  const { adapter: counted, flight } = countingImageCalls(fake);
   const t = useTestApp(
     { CATALOG_PATH: path.join(__dirname, 'fixtures/catalog.json'), FAKE_MAX_CONCURRENCY: '100', GENERATION_JOB_CONCURRENCY: '2' },
     { providers: [counted], worker: true },

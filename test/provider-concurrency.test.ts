@@ -11,9 +11,8 @@ import { loadConfig, DEFAULT_UPSTREAM_CONCURRENCY } from '../shared/config';
 import { LocalProviderSlots, RedisProviderSlots } from '../shared/providers/concurrency';
 import { BUSY_TOO_LONG } from '../shared/generation/provider-calls';
 import { Generation } from '../shared/db/entities';
-import type { ImageRequest, ProviderAdapter } from '../shared/providers/types';
 import { useTestApp } from './helpers/app';
-import { FakeProvider } from './helpers/fake-provider';
+import { countingImageCalls, FakeProvider } from './helpers/fake-provider';
 import { TestUser, userOnPlan } from './helpers/users';
 
 describe('configuration', () => {
@@ -120,22 +119,7 @@ describe('through the worker', () => {
 
   const fake = new FakeProvider('fake');
   const other = new FakeProvider('other');
-  const flight = { now: 0, max: 0 };
-  // The fake's image calls, counted while in flight.
-  const counted: ProviderAdapter = {
-    ...fake.adapter(),
-    image: {
-      generate: async (request: ImageRequest, options) => {
-        flight.now++;
-        flight.max = Math.max(flight.max, flight.now);
-        try {
-          return await (fake.adapter().image as NonNullable<ProviderAdapter['image']>).generate(request, options);
-        } finally {
-          flight.now--;
-        }
-      },
-    },
-  };
+  const { adapter: counted, flight } = countingImageCalls(fake);
   // Four generation jobs at once per worker, so four slow calls would fill them all without the cap.
   const t = useTestApp({ CATALOG_PATH: catalogPath, FAKE_MAX_CONCURRENCY: '1', GENERATION_JOB_CONCURRENCY: '4' }, { providers: [counted, other.adapter()], worker: true });
 

@@ -223,3 +223,30 @@ export function downProvider(name = 'down'): ProviderAdapter {
     },
   };
 }
+
+/** How many image calls are in flight now, and the most there ever were at once. */
+export interface Flight {
+  now: number;
+  max: number;
+}
+
+/** The fake's adapter with its image calls counted while in flight (for concurrency limits). */
+export function countingImageCalls(fake: FakeProvider): { adapter: ProviderAdapter; flight: Flight } {
+  const flight: Flight = { now: 0, max: 0 };
+  const image = fake.adapter().image as NonNullable<ProviderAdapter['image']>;
+  const adapter: ProviderAdapter = {
+    ...fake.adapter(),
+    image: {
+      generate: async (request: ImageRequest, options) => {
+        flight.now++;
+        flight.max = Math.max(flight.max, flight.now);
+        try {
+          return await image.generate(request, options);
+        } finally {
+          flight.now--;
+        }
+      },
+    },
+  };
+  return { adapter, flight };
+}
