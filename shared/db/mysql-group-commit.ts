@@ -99,7 +99,7 @@ const REFUSED_BEFORE_COMMIT = new Set([
 
 export class MysqlGroupCommit {
   private readonly lanes: Lane[] = Array.from({ length: LANES }, () => ({ waiting: [], inFlight: 0, scheduled: false }));
-  /** Batches sent, and the transactions they carried (for the metrics and the tests). */
+  /** Batches sent, and the transactions they carried (the tests read how many went together). */
   readonly sent = { batches: 0, transactions: 0 };
 
   constructor(private readonly deps: GroupCommitDeps) {}
