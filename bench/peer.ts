@@ -8,7 +8,8 @@
  *
  * Measured: billed sync req/s and p99 (plain and streamed, with time to first byte); the
  * embedded default always, and MySQL + Redis in the Procfile's shape (web + worker processes;
- * the web role forks BENCH_WEB_CONCURRENCY workers, default WEB_CONCURRENCY's own: one per CPU)
+ * the web role forks BENCH_WEB_CONCURRENCY workers, default WEB_CONCURRENCY's own: one per CPU,
+ * one fewer when the database is on this machine, as here)
  * when BENCH_DATABASE_URL / BENCH_REDIS_URL (or the TEST_ ones) are set; 1,000 concurrent streams
  * held by one web process (its RSS, and every one billed); idle RSS and cold start of `npm start`.
  * The machine's load average is printed at the start and the end: the machine may be shared.
@@ -25,6 +26,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { loadConfig } from '../shared/config';
 import { createMysqlDatabase, dropMysqlDatabase } from '../shared/db/mysql-admin';
 import { distEntry, eliteKey, freePort, RoleProcess, rssMb, spawnRole, waitForHttp } from './processes';
 
@@ -297,7 +299,9 @@ async function mysqlComparison(peer: Target, common: Common, databaseServer: str
     await waitForHttp(`http://127.0.0.1:${webPort}/health`, 60_000);
     const webUrl = `http://127.0.0.1:${webPort}`;
     const split: Target = { name: 'gensvc', url: webUrl, headers: { authorization: `Bearer ${await eliteKey(webUrl, splitEnv)}` }, model: 'chat-fast' };
-    await comparePipelines(`MySQL + Redis (web ×${webConcurrency ?? os.availableParallelism()} + worker processes)`, peer, split);
+    // Unset: the web role's own default (config: one per CPU, one fewer with the database on this machine).
+    const workers = webConcurrency ?? String(loadConfig({ ...splitEnv, PORT: String(webPort) }).webConcurrency);
+    await comparePipelines(`MySQL + Redis (web ×${workers}${webConcurrency ? '' : ', WEB_CONCURRENCY unset'} + worker processes)`, peer, split);
     await Promise.all([web.stop(), worker.stop()]);
   } finally {
     await dropMysqlDatabase(databaseUrl);

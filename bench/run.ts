@@ -77,8 +77,7 @@ async function eliteToken(container: Container): Promise<string> {
 /**
  * Asynchronous generations end to end: `count` submissions (32 at a time, from the load
  * generator's thread like the sync runs), then until the workers have ended every one of them.
- * The queue wait of each is read from its row: from its creation until its provider call began
- * (the time to completion less the provider's processing time).
+ * The queue wait is read from the workers' histograms around it (`queueWaitBuckets`).
  */
 async function asyncThroughput(container: Container, url: string, token: string, count: number): Promise<number> {
   const started = Date.now();
@@ -99,11 +98,10 @@ async function asyncThroughput(container: Container, url: string, token: string,
 
 /**
  * The queue wait of generation jobs (first attempts), from the workers' own histograms
- * (`gensvc_queue_wait_seconds`, summed over the processes): the bucket bound under which the
- * share `p` of them started. Null where the workers serve no metrics (embedded runs them in here).
+ * (`gensvc_queue_wait_seconds`, summed over the processes): cumulative counts by bucket bound.
+ * Empty where the workers serve no metrics (embedded runs them in here).
  */
-async function queueWaitBound(metricsUrls: string[], token: string, p: number): Promise<number | null> {
-  if (metricsUrls.length === 0) return null;
+async function queueWaitBuckets(metricsUrls: string[], token: string): Promise<Map<number, number>> {
   const buckets = new Map<number, number>();
   for (const url of metricsUrls) {
     const text = await (await fetch(url, { headers: { authorization: `Bearer ${token}` } })).text();
@@ -112,8 +110,14 @@ async function queueWaitBound(metricsUrls: string[], token: string, p: number): 
       buckets.set(bound, (buckets.get(bound) ?? 0) + Number(match[2]));
     }
   }
-  const sorted = [...buckets].sort((a, b) => a[0] - b[0]);
+  return buckets;
+}
+
+/** The bucket bound under which the share `p` of the jobs between two readings started; null with no metrics. */
+function queueWaitBound(before: Map<number, number>, after: Map<number, number>, p: number): number | null {
+  const sorted = [...after].map(([bound, count]) => [bound, count - (before.get(bound) ?? 0)] as const).sort((x, y) => x[0] - y[0]);
   const total = sorted.at(-1)?.[1] ?? 0;
+  if (total === 0) return null;
   return sorted.find(([, cumulative]) => cumulative >= p * total)?.[0] ?? null;
 }
 
@@ -183,9 +187,13 @@ async function benchStores(label: string, env: Record<string, string>): Promise<
     const sync = await load(url, token, { model: 'fake-text', prompt: 'hi' }, { connections: 50 });
     const sample = await (await fetch(`${url}/api/v2/generate`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify({ model: 'fake-text', prompt: 'hi' }) })).json();
     const roof = await ceiling(sample as object);
-    const asyncRate = await asyncThroughput(container, url, token, Number(process.env.BENCH_ASYNC_COUNT ?? 4000));
+    // The workers' own warm-up (JIT, connections, statement and procedure caches) is not counted.
+    await asyncThroughput(container, url, token, 1000);
     const metricsUrls = metricsPorts.map((port) => `http://127.0.0.1:${port}/metrics`);
-    const [waitP50, waitP99] = [await queueWaitBound(metricsUrls, metricsToken, 0.5), await queueWaitBound(metricsUrls, metricsToken, 0.99)];
+    const waitsBefore = await queueWaitBuckets(metricsUrls, metricsToken);
+    const asyncRate = await asyncThroughput(container, url, token, Number(process.env.BENCH_ASYNC_COUNT ?? 10000));
+    const waitsAfter = await queueWaitBuckets(metricsUrls, metricsToken);
+    const [waitP50, waitP99] = [queueWaitBound(waitsBefore, waitsAfter, 0.5), queueWaitBound(waitsBefore, waitsAfter, 0.99)];
     const wait = waitP50 === null ? '' : `   queue wait p50 ≤ ${waitP50 * 1000} ms, p99 ≤ ${waitP99 === null ? '?' : waitP99 * 1000} ms (histogram bounds)`;
     const row = (name: string, r: LoadResult) =>
       `  ${name.padEnd(34)} ${r.rps.toFixed(0).padStart(7)}/s   p50 ${String(r.p50).padStart(4)} ms   p99 ${String(r.p99).padStart(4)} ms   errors ${r.errors}`;

@@ -10,5 +10,6 @@ import { LinkCodes1795386812690 } from './1795386812690-LinkCodes';
 import { UpstreamRef1795490059575 } from './1795490059575-UpstreamRef';
 import { Payments1795559188342 } from './1795559188342-Payments';
 import { StripeEvents1795562072757 } from './1795562072757-StripeEvents';
+import { CaptureProcedure1795588195554 } from './1795588195554-CaptureProcedure';
 
-export const migrations: Array<new () => MigrationInterface> = [Init1795381286312, Generations1795381914395, Assistants1795385103725, Webhooks1795385302615, BotState1795385421379, Schedules1795385437451, LinkCodes1795386812690, UpstreamRef1795490059575, Payments1795559188342, StripeEvents1795562072757];
+export const migrations: Array<new () => MigrationInterface> = [Init1795381286312, Generations1795381914395, Assistants1795385103725, Webhooks1795385302615, BotState1795385421379, Schedules1795385437451, LinkCodes1795386812690, UpstreamRef1795490059575, Payments1795559188342, StripeEvents1795562072757, CaptureProcedure1795588195554];

@@ -145,6 +145,16 @@ describe('loadConfig', () => {
     expect(error.problems.some((p) => p.startsWith(`${name}: `))).toBe(true);
   });
 
+  it('forks one web worker per CPU by default, one fewer when the database is on this machine, or WEB_CONCURRENCY', () => {
+    const cpus = os.availableParallelism();
+    const mysql = (host: string, more: Record<string, string> = {}) => loadConfig({ DATABASE_URL: `mysql://u:p@${host}:3306/db`, JWT_SECRET: SECRET, ...more }).webConcurrency;
+    expect(mysql('db.example.com')).toBe(cpus);
+    for (const host of ['127.0.0.1', 'localhost', '[::1]']) expect(mysql(host)).toBe(Math.max(1, cpus - 1));
+    expect(mysql('127.0.0.1', { WEB_CONCURRENCY: '3' })).toBe(3);
+    expect(mysql('db.example.com', { WEB_CONCURRENCY: '1' })).toBe(1);
+    expect(loadConfig({}).webConcurrency).toBe(cpus);
+  });
+
   it('names every bad variable in one error', () => {
     const error = configError({
       PORT: 'abc',

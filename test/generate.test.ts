@@ -255,6 +255,8 @@ describe('asynchronous generations', () => {
     const res = await t.app.http().post('/api/v2/generate').set(...auth(user)).send({ model: 'fake-video', prompt: 'the sea', duration: 10, resolution: '1080p' });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ id: expect.any(Number), status: 'pending', tokens_spent: 0, processing_ms: null, result_url: null });
+    // The balance as the hold left it (a hold does not lower it; the capture will).
+    expect(res.body.balance_remaining).toBe(1000);
     expect(res.body.created_at).toEqual(expect.any(String));
     const done = await poll(user, res.body.id);
     expect(done).toMatchObject({ status: 'completed', tokens_spent: 93, result_metadata: { width: 1280, height: 720, duration: 10 } });

@@ -83,6 +83,33 @@ describe('entity rows', () => {
     expect({ ...stored }).toEqual({ ...row, id: held.id });
   });
 
+  it('names only the columns a new row fills, and reads each shape back field for field', async () => {
+    const user = await userOnPlan(t.app, 'vip');
+    const bare = pendingRow(user.id, 1);
+    const filled = pendingRow(user.id, 1, 'shapes-key');
+    filled.seed = 7;
+    filled.etaSeconds = 30;
+    const statements: string[] = [];
+    const billing = t.app.container.billing;
+    const holdThen = billing.holdThen.bind(billing);
+    const spy = jest.spyOn(billing, 'holdThen').mockImplementation((hold, writes) => {
+      statements.push(...writes.map((write) => write.sql));
+      return holdThen(hold, writes);
+    });
+    try {
+      for (const row of [bare, filled]) {
+        const held = await t.app.container.generationStore.insertHeld(row, null);
+        if (!held.held) throw new Error('not held');
+        expect({ ...(await t.app.container.db.repo(Generation).findOneByOrFail({ id: held.id })) }).toEqual({ ...row, id: held.id });
+      }
+    } finally {
+      spy.mockRestore();
+    }
+    // The bare row's INSERT leaves its null columns (and their values) out; the filled one names them.
+    expect(statements[0]).not.toMatch(/`seed`|`idempotency_key`|`result_text`|`completed_at`/);
+    for (const column of ['`seed`', '`eta_seconds`', '`idempotency_key`']) expect(statements[1]).toContain(column);
+  });
+
   it('authenticates an API key and reads its owner in one statement', async () => {
     const user = await userOnPlan(t.app, 'vip');
     const { secret } = await t.app.container.apiKeys.create(user.id, 'k');

@@ -36,6 +36,13 @@ async function tableNames(): Promise<string[]> {
   return rows.map((r) => r.name).sort();
 }
 
+/** The stored procedures of the database (MySQL's capture: billing/sql.ts MYSQL_CAPTURE); SQLite has none. */
+async function routineNames(): Promise<string[]> {
+  if (dialectOf(dataSource) === 'sqlite') return [];
+  const rows: Array<{ name: string }> = await dataSource.query('SELECT routine_name AS name FROM information_schema.routines WHERE routine_schema = DATABASE()');
+  return rows.map((r) => r.name).sort();
+}
+
 function userRow(overrides: Partial<User> = {}): User {
   const repo = dataSource.getRepository(User);
   const now = new Date('2031-05-06T07:08:09.123Z');
@@ -118,14 +125,18 @@ describe('schema', () => {
     const before = await tableNames();
     expect(before).toEqual(expect.arrayContaining(['users', 'sessions', 'generations', 'schema_migrations']));
 
+    const routinesBefore = await routineNames();
+    expect(routinesBefore).toEqual(dialectOf(dataSource) === 'sqlite' ? [] : ['gensvc_capture']);
     for (let i = 0; i < migrations.length; i++) await dataSource.undoLastMigration({ transaction: 'each' });
     expect(await tableNames()).toEqual(['schema_migrations']);
+    expect(await routineNames()).toEqual([]);
     const remaining: Array<{ name: string }> = await dataSource.query('SELECT name FROM schema_migrations');
     expect(remaining).toEqual([]);
 
     const ran = await dataSource.runMigrations({ transaction: 'each' });
     expect(ran.map((m) => m.name)).toEqual(migrations.map((m) => new m().name ?? m.name));
     expect(await tableNames()).toEqual(before);
+    expect(await routineNames()).toEqual(routinesBefore);
     expect(await pendingSchemaChanges()).toEqual([]);
 
     // The re-created schema works.
@@ -134,15 +145,18 @@ describe('schema', () => {
     expect((await repo.findOneByOrFail({ id: saved.id })).createdAt.toISOString()).toBe('2031-05-06T07:08:09.123Z');
   });
 
-  it('reverts just the last migration and re-applies it', async () => {
-    const before = await tableNames();
+  it('reverts the last two migrations one at a time and re-applies them', async () => {
+    const before = { tables: await tableNames(), routines: await routineNames() };
+    // The last drops MySQL's capture procedure (it changes nothing on SQLite).
     await dataSource.undoLastMigration({ transaction: 'each' });
-    const undone = await tableNames();
-    // Undoing it leaves the entities ahead of the schema; re-applying restores exactly what was there.
-    expect(undone).toContain('users');
+    expect(await routineNames()).toEqual([]);
+    expect(await pendingSchemaChanges()).toEqual([]);
+    // The one before it drops a table: the entities are then ahead of the schema.
+    await dataSource.undoLastMigration({ transaction: 'each' });
+    expect(await tableNames()).toContain('users');
     expect(await pendingSchemaChanges()).not.toEqual([]);
     await dataSource.runMigrations({ transaction: 'each' });
-    expect(await tableNames()).toEqual(before);
+    expect({ tables: await tableNames(), routines: await routineNames() }).toEqual(before);
     expect(await pendingSchemaChanges()).toEqual([]);
   });
 });

@@ -41,10 +41,11 @@ describe('create → poll → download', () => {
     expect(job.created_at).toEqual(expect.any(Number));
     expect(await moneyOf(t.app, user.id)).toEqual({ total: before.total, held: 24 });
 
-    // While it runs: in progress (the fake reports half way), and no content yet.
+    // While it runs: in progress with the fake's half way (saved a moment after the claim that
+    // marks it started, so a poll may see it in progress at 0 first), and no content yet.
     const running = await waitFor(async () => {
       const video = await openai.videos.retrieve(job.id);
-      return video.status === 'in_progress' && video;
+      return video.status === 'in_progress' && video.progress > 0 && video;
     });
     expect(running.progress).toBe(50);
     expect(await rejectionOf(openai.videos.downloadContent(job.id))).toBeInstanceOf(OpenAI.NotFoundError);

@@ -35,7 +35,7 @@ export const DEFAULT_PLAN_DAYS = 30;
 export class Users {
   constructor(
     private readonly db: Database,
-    private readonly billing: Pick<Billing, 'change'>,
+    private readonly billing: Pick<Billing, 'change' | 'balanceOf'>,
     private readonly plans: PlanTable,
     private readonly clock: Clock,
     private readonly changes?: AccountChanges,
@@ -110,8 +110,7 @@ export class Users {
 
   /** Subscription plus bonus tokens, read with one indexed statement (responses carry it often). */
   async balanceOf(id: number): Promise<number | null> {
-    const [row] = await this.db.read<{ balance: number | string }>({ sql: 'SELECT subscription_tokens + bonus_tokens AS balance FROM users WHERE id = :id', params: { id } });
-    return row ? Number(row.balance) : null;
+    return this.billing.balanceOf(id);
   }
 
   async getById(id: number): Promise<User> {

@@ -12,7 +12,7 @@
 import type { EntityManager } from 'typeorm';
 import type { Database } from '../db/database';
 import type { LedgerReason, User } from '../db/entities';
-import { Row, rowsAt, runInTransaction, Statement, writeAt, WriteResult } from '../db/raw';
+import { lockKey, Row, rowsAt, runInTransaction, Statement, writeAt, WriteResult } from '../db/raw';
 import * as sql from './sql';
 
 export interface Hold {
@@ -51,7 +51,7 @@ export interface ChargeSplit {
 /**
  * How a held price is charged: subscription tokens first, then bonus tokens (decisions.md
  * "Plans"). Normally the whole price; if an operator took tokens from under the hold, only what
- * is left. (MySQL computes the same in SQL: sql.ts MYSQL_CAPTURE.)
+ * is left. (MySQL computes the same in SQL: the procedure sql.ts MYSQL_CAPTURE calls.)
  */
 export function splitCharge(price: number, subscription: number, bonus: number): ChargeSplit {
   const fromSubscription = Math.min(price, Math.max(0, subscription));
@@ -86,6 +86,12 @@ const tokens = (n: number): number => Math.trunc(n);
 export class Billing {
   constructor(private readonly db: Database) {}
 
+  /** Subscription plus bonus tokens (the balance answers show), read with one indexed statement; null for no such user. */
+  async balanceOf(userId: number): Promise<number | null> {
+    const [row] = await this.db.read<{ balance: number | string }>({ sql: sql.BALANCE, params: { userId } });
+    return row ? Number(row.balance) : null;
+  }
+
   /**
    * On MySQL, the condition a write passed to `holdThen` must carry to run only when the price was
    * held (its batch cannot branch); on SQLite such writes run only then anyway.
@@ -96,10 +102,11 @@ export class Billing {
 
   /**
    * One transaction: holds `price` of the user's free balance and, only if it was held, runs
-   * `writes` (which on MySQL carry `onlyIfHeld`). Their results, or null when the balance cannot
-   * cover the price and nothing changed.
+   * `writes` (which on MySQL carry `onlyIfHeld`). Their results and the balance after them (read
+   * in the same transaction: a queued generation's answer carries it without a statement of its
+   * own), or null when the balance cannot cover the price and nothing changed.
    */
-  async holdThen(hold: Hold, writes: ReadonlyArray<Statement>): Promise<WriteResult[] | null> {
+  async holdThen(hold: Hold, writes: ReadonlyArray<Statement>): Promise<{ written: WriteResult[]; balance: number } | null> {
     const params = { userId: hold.userId, price: tokens(hold.price) };
     const mysql = this.db.mysql;
     if (mysql) {
@@ -107,14 +114,15 @@ export class Billing {
       const unguarded = writes.find((write) => !write.sql.includes(sql.MYSQL_HELD));
       if (unguarded) throw new Error(`a write after a hold must carry onlyIfHeld: ${unguarded.sql.slice(0, 80)}`);
       const holding = params.price > 0 ? [{ sql: sql.HOLD, params }, { sql: sql.MYSQL_HOLD_RESULT }] : [{ sql: sql.MYSQL_NOTHING_TO_HOLD }];
-      const results = await mysql.transaction([...holding, ...writes], hold.userId);
+      const results = await mysql.transaction([...holding, ...writes, { sql: sql.BALANCE, params }], lockKey.owner(hold.userId));
       // The hold's own count says whether it was held (the writes after it were guarded by it).
       if (params.price > 0 && writeAt(results, 0).affected !== 1) return null;
-      return results.slice(holding.length) as WriteResult[];
+      return { written: results.slice(holding.length, -1) as WriteResult[], balance: Number(rowsAt(results, results.length - 1)[0]?.balance ?? 0) };
     }
     return this.db.sqliteWrite((sqlite) => {
       if (params.price > 0 && sqlite.run({ sql: sql.HOLD, params }).affected !== 1) return null;
-      return writes.map((write) => sqlite.run(write));
+      const written = writes.map((write) => sqlite.run(write));
+      return { written, balance: Number(sqlite.all<{ balance: number }>({ sql: sql.BALANCE, params })[0]?.balance ?? 0) };
     });
   }
 
@@ -129,7 +137,8 @@ export class Billing {
     const mysql = this.db.mysql;
     if (mysql) {
       const outcome: Statement = alongside ? { sql: `${sql.MYSQL_CAPTURE_RESULT}, ${alongside.sql}`, params: alongside.params } : { sql: sql.MYSQL_CAPTURE_RESULT };
-      const results = await mysql.transaction([finish, { sql: sql.MYSQL_WON_RESULT }, ...sql.MYSQL_CAPTURE.map((text) => ({ sql: text, params })), outcome], charge.userId);
+      // The procedure is handed the finishing write's count: it must come right after it.
+      const results = await mysql.transaction([finish, { sql: sql.MYSQL_CAPTURE, params }, outcome], lockKey.owner(charge.userId));
       const row = rowsAt(results, results.length - 1)[0];
       if (!row || Number(row.won) !== 1) return null;
       return { charged: Number(row.charged), balance: Number(row.balance), read: alongside ? row : null };
@@ -161,7 +170,7 @@ export class Billing {
     const mysql = this.db.mysql;
     if (mysql) {
       const release = params.price > 0 ? [{ sql: sql.MYSQL_RELEASE_IF_WON, params }] : [];
-      const results = await mysql.transaction([finish, { sql: sql.MYSQL_WON_RESULT }, ...release, { sql: sql.MYSQL_WON_FLAG }], hold.userId);
+      const results = await mysql.transaction([finish, { sql: sql.MYSQL_WON_RESULT }, ...release, { sql: sql.MYSQL_WON_FLAG }], lockKey.owner(hold.userId));
       return Number(rowsAt(results, results.length - 1)[0]?.won) === 1;
     }
     return this.db.sqliteWrite((sqlite) => {

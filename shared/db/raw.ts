@@ -168,11 +168,11 @@ export class MysqlRaw {
   /**
    * Runs `statements` as one transaction and answers one result per statement. `key` is what it
    * locks (the owner, or a claimed generation): transactions asked for together travel in one
-   * round trip and commit together, one key's always in the same lane (mysql-group-commit.ts). If
+   * round trip and commit together, never two batches of one key at once (mysql-group-commit.ts). If
    * a statement fails, the rest do not run and the transaction is rolled back; a deadlock or lock
    * wait runs the whole of it again.
    */
-  async transaction(statements: ReadonlyArray<Statement>, key: number): Promise<BatchResult> {
+  async transaction(statements: ReadonlyArray<Statement>, key: string): Promise<BatchResult> {
     const compiled = statements.map(positional);
     const results = await this.groupCommit.run({ sql: compiled.map((c) => c.sql).join(';\n'), values: compiled.flatMap((c) => c.values), statements: compiled.length }, key);
     return results.map((result) => (Array.isArray(result) ? (result as Row[]) : writeResult(result)));
@@ -184,6 +184,12 @@ export class MysqlRaw {
     });
   }
 }
+
+/** What a MySQL transaction locks, as `MysqlRaw.transaction` keys it: one owner's row, or one claimed generation. */
+export const lockKey = {
+  owner: (userId: number): string => `owner:${userId}`,
+  generation: (generationId: number): string => `generation:${generationId}`,
+};
 
 /** mysql2 types its values as mutable; it only reads them. */
 function options(sql: string, values: ReadonlyArray<unknown>): QueryOptions {

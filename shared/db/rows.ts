@@ -13,6 +13,8 @@ interface MappedColumn {
   property: string;
   column: string;
   kind: ColumnKind;
+  /** Nullable with no default: a row that leaves it out of an INSERT gets NULL. */
+  nullByDefault: boolean;
 }
 
 function kindOf(type: unknown): ColumnKind {
@@ -51,7 +53,7 @@ export class EntityRows<T extends object> {
   ) {
     const metadata = source.getMetadata(entity);
     this.table = metadata.tableName;
-    this.columns = metadata.columns.map((c) => ({ property: c.propertyName, column: c.databaseName, kind: kindOf(c.type) }));
+    this.columns = metadata.columns.map((c) => ({ property: c.propertyName, column: c.databaseName, kind: kindOf(c.type), nullByDefault: c.isNullable && c.default === undefined }));
   }
 
   /** `a.col1 AS p_col1, ...` for a SELECT that reads the whole entity under an alias and prefix. */

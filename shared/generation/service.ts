@@ -79,6 +79,8 @@ interface Accepted {
   model: CatalogModel;
   replay: boolean;
   limits: LimitSnapshot | null;
+  /** The owner's balance read in the hold's transaction (not on a replay, which held nothing). */
+  balanceAtHold: number | null;
 }
 
 export interface GenerationsDeps {
@@ -164,7 +166,8 @@ export class Generations {
       // The worker's sweep queues pending rows that no job holds, so this answers with the id.
       this.deps.log.warn({ err: (error as Error).message, generationId: generation.id, job }, 'could not queue an accepted generation; the sweep will');
     }
-    return { ...accepted, balance: await this.balanceOf(userId) };
+    // Queued: the balance the hold's transaction read, milliseconds ago, saves a statement.
+    return { ...accepted, balance: accepted.balanceAtHold ?? (await this.balanceOf(userId)) };
   }
 
   /**
@@ -286,7 +289,7 @@ export class Generations {
         errors: [{ field: 'Idempotency-Key', message: 'reused with a different body' }],
       });
     }
-    return { generation: existing, model, replay: true, limits: null };
+    return { generation: existing, model, replay: true, limits: null, balanceAtHold: null };
   }
 
   /** Everything up to the inserted, held, pending row. Does not run it. */
@@ -363,6 +366,6 @@ export class Generations {
     bindGeneration(row.id);
     let generation: Generation = row;
     if (this.violatesPolicy(userTexts(input))) generation = (await runner.fail(generation.id, { message: CONTENT_POLICY_ERROR, kind: 'content_policy' })) ?? generation;
-    return { generation, model, replay: false, limits: limit.snapshot };
+    return { generation, model, replay: false, limits: limit.snapshot, balanceAtHold: held.balance };
   }
 }

@@ -8,7 +8,7 @@
 import type { Billing } from '../billing';
 import { Database, parseDbDate } from '../db/database';
 import { Generation } from '../db/entities';
-import { Row, rowsAt, Statement, writeAt } from '../db/raw';
+import { lockKey, Row, rowsAt, Statement, writeAt } from '../db/raw';
 import { EntityRows } from '../db/rows';
 
 /** What completion writes on the row. */
@@ -73,7 +73,8 @@ export function pendingGeneration(fields: NewGeneration): Generation {
   return Object.assign(new Generation(), fields, AT_BIRTH, { updatedAt: fields.createdAt });
 }
 
-export type HeldInsert = { held: true; id: number } | { held: false };
+/** The row's id and the owner's balance as the hold left it; or the balance could not cover the price. */
+export type HeldInsert = { held: true; id: number; balance: number } | { held: false };
 
 export interface Completed {
   /** What the user paid: the price, or less if an operator took tokens from under the hold. */
@@ -131,7 +132,11 @@ export class GenerationStore {
   private readonly rows: EntityRows<Generation>;
   private readonly findSql: string;
   private readonly insertColumns: ReadonlyArray<keyof Generation & string>;
-  private readonly insertSql: string;
+  /** Columns an INSERT may leave out when the row's value is null (nullable, no default). */
+  private readonly nullByDefault: ReadonlySet<string>;
+  /** The INSERT for each set of columns a row fills (a new row leaves most of them null). */
+  private readonly insertSqlByColumns = new Map<string, string>();
+  private readonly insertSuffix: string;
   private readonly completeSql: string;
   private readonly failSql: string;
 
@@ -143,10 +148,9 @@ export class GenerationStore {
     this.rows = rows;
     this.findSql = `SELECT ${rows.selectList('g', '')} FROM generations g WHERE g.id = :id`;
     this.insertColumns = rows.columns.map((c) => c.property as keyof Generation & string).filter((p) => p !== 'id');
-    const names = rows.columnNames(this.insertColumns).join(', ');
-    const values = this.insertColumns.map((p) => `:${p}`).join(', ');
+    this.nullByDefault = new Set(rows.columns.filter((c) => c.nullByDefault).map((c) => c.property));
     // A SELECT rather than VALUES: on MySQL the insert runs only if the hold of its batch succeeded.
-    this.insertSql = `INSERT INTO generations (${names}) SELECT ${values}${db.mysql ? ' FROM DUAL' : ''} WHERE ${billing.onlyIfHeld}`;
+    this.insertSuffix = `${db.mysql ? ' FROM DUAL' : ''} WHERE ${billing.onlyIfHeld}`;
     const assign = (fields: ReadonlyArray<keyof Generation & string>): string =>
       rows.columnNames(fields).map((column, i) => `${column} = :${fields[i]}`).join(', ');
     this.completeSql = `UPDATE generations SET ${assign(COMPLETION_FIELDS)} WHERE id = :id AND status = 'pending'`;
@@ -170,7 +174,7 @@ export class GenerationStore {
     const mysql = this.db.mysql;
     if (mysql) {
       // One transaction: the row read is the one claimed (a cancel cannot slip in between).
-      const results = await mysql.transaction([claim, read], id);
+      const results = await mysql.transaction([claim, read], lockKey.generation(id));
       const [row] = rowsAt(results, 1);
       return writeAt(results, 0).affected === 1 && row ? this.rows.hydrate(row) : null;
     }
@@ -217,10 +221,26 @@ export class GenerationStore {
   async insertHeld(row: Generation, staleKeyRow: number | null): Promise<HeldInsert> {
     const writes: Statement[] = [];
     if (staleKeyRow !== null) writes.push({ sql: `${LET_GO_OF_KEY} AND ${this.billing.onlyIfHeld}`, params: { id: staleKeyRow } });
-    writes.push({ sql: this.insertSql, params: valuesOf(row, this.insertColumns) });
+    writes.push(this.insertOf(row));
     const written = await this.billing.holdThen({ userId: row.userId, price: row.price }, writes);
-    const inserted = written?.at(-1);
-    return inserted ? { held: true, id: inserted.insertId } : { held: false };
+    const inserted = written?.written.at(-1);
+    return written && inserted ? { held: true, id: inserted.insertId, balance: written.balance } : { held: false };
+  }
+
+  /**
+   * The INSERT of a new row, naming only the columns it fills: a pending row leaves some twenty of
+   * its thirty-four null, and every name and value left out is text the database need not parse.
+   */
+  private insertOf(row: Generation): Statement {
+    const properties = this.insertColumns.filter((p) => !(row[p] === null && this.nullByDefault.has(p)));
+    const key = properties.join(',');
+    let sql = this.insertSqlByColumns.get(key);
+    if (sql === undefined) {
+      sql = `INSERT INTO generations (${this.rows.columnNames(properties).join(', ')}) SELECT ${properties.map((p) => `:${p}`).join(', ')}${this.insertSuffix}`;
+      // A handful of shapes in practice (which optional fields a request sets); never unbounded.
+      if (this.insertSqlByColumns.size < 256) this.insertSqlByColumns.set(key, sql);
+    }
+    return { sql, params: valuesOf(row, properties) };
   }
 
   /**
