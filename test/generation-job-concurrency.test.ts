@@ -25,13 +25,21 @@ describe('a worker with GENERATION_JOB_CONCURRENCY=2', () => {
 
   it('runs two generations at once, no more, and completes all of them', async () => {
     const user = await userOnPlan(t.app, 'elite');
-    fake.next(...Array.from({ length: 5 }, () => ({ kind: 'succeed' as const, delayMs: 300 })));
+    // The first two calls finish only when the test opens the gate: once both are in flight at the
+    // same time and all five are queued, plus a pause in which a third would start if it could.
+    let openGate = (): void => undefined;
+    const gate = new Promise<void>((resolve) => (openGate = resolve));
+    fake.next({ kind: 'succeed', waitFor: gate }, { kind: 'succeed', waitFor: gate }, ...Array.from({ length: 3 }, () => ({ kind: 'succeed' as const, delayMs: 50 })));
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) {
       const res = await t.app.http().post('/api/v2/generate').set('authorization', `Bearer ${user.accessToken}`).send({ model: 'fake-art', prompt: `lighthouse ${i}` });
       expect(res.body.status).toBe('pending');
       ids.push(res.body.id as string);
     }
+    await Promise.race([flight.reached(2), new Promise((r) => setTimeout(r, 10_000))]);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(flight.now).toBe(2);
+    openGate();
     for (const id of ids) {
       const started = Date.now();
       let body: { status: string; tokens_spent: number } = { status: 'pending', tokens_spent: 0 };

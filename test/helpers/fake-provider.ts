@@ -26,7 +26,8 @@ import { ProviderError } from '../../shared/providers/types';
 import { cutAtStop } from '../../shared/providers/stop-sequences';
 
 export type Behaviour =
-  | { kind: 'succeed'; delayMs?: number }
+  // `waitFor`: the call finishes only once this settles too (a test's gate, not a clock).
+  | { kind: 'succeed'; delayMs?: number; waitFor?: Promise<unknown> }
   | { kind: 'refuse'; message: string }
   | { kind: 'unavailable'; message?: string }
   | { kind: 'rate_limited'; retryAfterMs?: number }
@@ -91,6 +92,7 @@ export class FakeProvider {
     switch (behaviour.kind) {
       case 'succeed':
         if (behaviour.delayMs) await sleep(behaviour.delayMs, options.signal);
+        if (behaviour.waitFor) await behaviour.waitFor;
         return;
       case 'refuse':
         throw new ProviderError('refused', behaviour.message);
@@ -228,11 +230,18 @@ export function downProvider(name = 'down'): ProviderAdapter {
 export interface Flight {
   now: number;
   max: number;
+  /** Settles once `count` calls are in flight at the same time. */
+  reached(count: number): Promise<void>;
 }
 
 /** The fake's adapter with its image calls counted while in flight (for concurrency limits). */
 export function countingImageCalls(fake: FakeProvider): { adapter: ProviderAdapter; flight: Flight } {
-  const flight: Flight = { now: 0, max: 0 };
+  const waiting: Array<{ count: number; settle: () => void }> = [];
+  const flight: Flight = {
+    now: 0,
+    max: 0,
+    reached: (count) => (flight.now >= count ? Promise.resolve() : new Promise((settle) => waiting.push({ count, settle }))),
+  };
   const image = fake.adapter().image as NonNullable<ProviderAdapter['image']>;
   const adapter: ProviderAdapter = {
     ...fake.adapter(),
@@ -240,6 +249,10 @@ export function countingImageCalls(fake: FakeProvider): { adapter: ProviderAdapt
       generate: async (request: ImageRequest, options) => {
         flight.now++;
         flight.max = Math.max(flight.max, flight.now);
+        for (const waiter of waiting.filter((w) => flight.now >= w.count)) {
+          waiting.splice(waiting.indexOf(waiter), 1);
+          waiter.settle();
+        }
         try {
           return await image.generate(request, options);
         } finally {
